@@ -1,0 +1,54 @@
+"""The seam between the service and the target registry: is `target.action` allowed, are its args valid?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import jsonschema
+
+from cronwright.errors import ArgsInvalid, TargetNotAllowed
+
+
+class Allowlist(Protocol):
+    def check(self, target: str, action: str, args: Mapping[str, Any]) -> None:
+        """Raises TargetNotAllowed for an unknown target or action, ArgsInvalid for args it refuses."""
+        ...
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every allowed target with its actions and their args schemas."""
+        ...
+
+
+def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mapping[str, Any]) -> None:
+    """Validates args against a JSON Schema, naming the JSON path of every problem.
+
+    A key the schema does not name is let through unless the schema itself forbids extras.
+    """
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = sorted(validator.iter_errors(dict(args)), key=lambda error: list(error.absolute_path))
+    if problems:
+        details = [{"path": error.json_path, "problem": error.message} for error in problems[:20]]
+        summary = "; ".join(f"{d['path']}: {d['problem']}" for d in details[:3])
+        raise ArgsInvalid(f"args for {target}.{action} do not match its schema: {summary}", problems=details)
+
+
+class StaticAllowlist:
+    """An allowlist given as a plain map {target: {action: args schema}}: for tests and embedding."""
+
+    def __init__(self, actions: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        self._actions = actions
+
+    def check(self, target: str, action: str, args: Mapping[str, Any]) -> None:
+        schema = self._actions.get(target, {}).get(action)
+        if schema is None:
+            raise TargetNotAllowed(
+                f"{target}.{action} is not an allowed target action; see `cronwright targets` for the list"
+            )
+        check_args(target, action, schema, args)
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {"target": target, "actions": [{"action": a, "args_schema": dict(s)} for a, s in actions.items()]}
+            for target, actions in sorted(self._actions.items())
+        ]

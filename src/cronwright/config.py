@@ -1,0 +1,178 @@
+"""`cronwright.toml` as typed settings. Loaded whole or not at all: any error names the key and the file."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cronwright.errors import ConfigError, Invalid
+from cronwright.sources import Source
+from cronwright.timing.durations import parse_duration
+from cronwright.timing.zones import system_zone_name, zone
+
+ENV_VAR = "CRONWRIGHT_CONFIG"
+DEFAULT_NAME = "cronwright.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _duration(value: object) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    try:
+        return parse_duration(value)
+    except Invalid as error:
+        raise ValueError(error.message) from None
+
+
+Duration = Annotated[timedelta, Field()]
+
+
+def default_store() -> str:
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'cronwright' / 'cronwright.db'}"
+
+
+class NodeConfig(_Strict):
+    zone: str = Field(default_factory=system_zone_name)
+    store: str = Field(default_factory=default_store)
+    max_lifetime: Duration = timedelta(days=90)
+    min_period: Duration = timedelta(seconds=60)
+    misfire_grace: Duration = timedelta(seconds=60)
+    max_concurrency: int = Field(default=16, ge=1, le=1024)
+    max_message_bytes: int = Field(default=65536, ge=1024, le=16 * 1024 * 1024)
+    run_history: int = Field(default=100, ge=1, le=100_000)
+    listen: str = "127.0.0.1:8765"
+    shutdown_grace: Duration = timedelta(seconds=30)
+    secrets_file: str | None = None
+
+    @field_validator("max_lifetime", "min_period", "misfire_grace", "shutdown_grace", mode="before")
+    @classmethod
+    def _durations(cls, value: object) -> timedelta:
+        return _duration(value)
+
+    @field_validator("zone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            return zone(value).key
+        except Invalid as error:
+            raise ValueError(error.message) from None
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return zone(self.zone)
+
+
+class ActionConfig(_Strict):
+    argv: list[str] | None = None
+    args_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    timeout: Duration = timedelta(minutes=5)
+    secrets: list[str] = Field(default_factory=list)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: object) -> timedelta:
+        return _duration(value)
+
+
+class TargetConfig(_Strict):
+    kind: Literal["python", "command", "http"]
+    # python
+    module: str | None = None
+    path: list[str] = Field(default_factory=list)
+    # command
+    cwd: str | None = None
+    env: list[str] = Field(default_factory=list)
+    # http
+    url: str | None = None
+    signing_secret: str | None = None
+    timeout: Duration = timedelta(minutes=5)
+    secrets: list[str] = Field(default_factory=list)
+    actions: dict[str, ActionConfig] = Field(default_factory=dict)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: object) -> timedelta:
+        return _duration(value)
+
+
+class SourceConfig(_Strict):
+    token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    targets: list[str] = Field(default_factory=list)
+    max_schedules: int | None = Field(default=None, ge=0)
+    min_period: Duration | None = None
+    max_lifetime: Duration | None = None
+
+    @field_validator("min_period", "max_lifetime", mode="before")
+    @classmethod
+    def _durations(cls, value: object) -> timedelta | None:
+        return None if value is None else _duration(value)
+
+
+class Config(_Strict):
+    node: NodeConfig = Field(default_factory=NodeConfig)
+    targets: dict[str, TargetConfig] = Field(default_factory=dict)
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
+    seed: list[dict[str, Any]] = Field(default_factory=list)
+    path: str | None = None
+
+    def source(self, name: str) -> Source:
+        found = self.sources.get(name)
+        if found is None:
+            raise ConfigError(
+                f"no source named '{name}' in [sources]; configured: {', '.join(self.sources) or 'none'}"
+            )
+        return Source(
+            name,
+            tuple(found.targets),
+            found.max_schedules,
+            found.min_period,
+            found.max_lifetime,
+            found.token_sha256,
+        )
+
+
+def locate(explicit: str | None) -> Path | None:
+    """`--config`, else $CRONWRIGHT_CONFIG, else ./cronwright.toml, else none (built-in defaults)."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR])
+    local = Path(DEFAULT_NAME)
+    return local if local.exists() else None
+
+
+def load(explicit: str | None = None) -> Config:
+    path = locate(explicit)
+    if path is None:
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"config file {path} cannot be read: {error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
+    return parse(raw, str(path))
+
+
+def parse(raw: dict[str, Any], where: str = "config") -> Config:
+    try:
+        config = Config.model_validate({**raw, "path": where}, strict=False)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        raise ConfigError(f"{where}: {key}: {problem}{more}") from None
+    return config

@@ -1,0 +1,393 @@
+"""Pure decisions about one job. No I/O and no clock: every function takes `now`.
+
+Each decision returns the job as it should next be stored, plus its effects: an occurrence to fire,
+runs to record, events to emit. The node applies a decision only if the stored row still has the
+version the decision was computed from, so two deciders never both win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from cronwright.errors import JobNotActive, JobNotPaused, JobRunning, JobTerminal
+from cronwright.events import Event, EventKind
+from cronwright.model import (
+    AtSchedule,
+    CronSchedule,
+    EverySchedule,
+    InFlight,
+    Job,
+    LastRun,
+    Misfire,
+    Occurrence,
+    Outcome,
+    PausedBy,
+    Result,
+    Run,
+    State,
+)
+from cronwright.timing.every import count_on_grid, latest_on_grid, next_on_grid
+from cronwright.timing.zones import zone
+
+# Counting missed cron occurrences walks them; past this many the count stops (the skip does not).
+MISSED_COUNT_CAP = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The node's settings that decisions depend on."""
+
+    node: str
+    misfire_grace: timedelta = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    job: Job
+    fire: Occurrence | None = None
+    runs: tuple[Run, ...] = ()
+    events: tuple[Event, ...] = ()
+
+    def then(self, later: Decision) -> Decision:
+        """Two decisions in sequence, the later acting on the earlier's job."""
+        return Decision(
+            later.job, later.fire or self.fire, self.runs + later.runs, self.events + later.events
+        )
+
+
+def _event(kind: EventKind, job: Job, **fields: object) -> Event:
+    return Event(kind, job.id, job.name, fields)
+
+
+# --- when a job comes due -------------------------------------------------------------------------
+
+
+def upcoming(job: Job, after: datetime) -> datetime | None:
+    """The schedule's first occurrence strictly after `after`, ignoring the lifetime.
+
+    None means the schedule has no further occurrence at all (a one-shot, or a cron walk that gave out).
+    An `every` schedule stays on the grid anchored at its current `next_run_at`.
+    """
+    schedule = job.schedule
+    if isinstance(schedule, CronSchedule):
+        return schedule.expression.next_after(after, zone(schedule.tz))
+    if isinstance(schedule, EverySchedule):
+        anchor = job.next_run_at or after
+        if anchor > after:
+            return anchor
+        return next_on_grid(anchor, schedule.period, after)
+    return None
+
+
+def _within_life(job: Job, instant: datetime | None) -> datetime | None:
+    return instant if instant is not None and instant < job.ends_at else None
+
+
+def arm(job: Job, now: datetime) -> Job:
+    """Sets the first due instant of a new, renewed or rescheduled job, reading its schedule from `now`."""
+    schedule = job.schedule
+    if isinstance(schedule, AtSchedule):
+        first: datetime | None = schedule.at
+    elif isinstance(schedule, EverySchedule):
+        first = now + schedule.period
+    else:
+        first = schedule.expression.next_after(now, zone(schedule.tz))
+    return job.evolve(next_run_at=_within_life(job, first))
+
+
+# --- a scheduling pass ----------------------------------------------------------------------------
+
+
+def tend(job: Job, now: datetime, rules: Rules) -> Decision:
+    """What a scheduling pass does to `job` at `now`: fire, skip, retry, expire, or nothing."""
+    if job.state is State.RUNNING:
+        return _tend_running(job, now, rules)
+    if job.state in (State.ACTIVE, State.PAUSED) and now >= job.ends_at:
+        return _expire(job)
+    if job.state is State.ACTIVE and job.next_run_at is not None and job.next_run_at <= now:
+        return _due(job, now, rules)
+    return Decision(job)
+
+
+def _expire(job: Job) -> Decision:
+    expired = job.evolve(state=State.EXPIRED, next_run_at=None, paused_by=None)
+    return Decision(expired, events=(_event(EventKind.JOB_EXPIRED, job, ends_at=job.ends_at),))
+
+
+def _due(job: Job, now: datetime, rules: Rules) -> Decision:
+    """An active job whose `next_run_at` has come: fire it, or apply the misfire policy."""
+    due = job.next_run_at
+    assert due is not None
+    if job.one_shot:
+        # A one-shot always fires its single run, late or not, while its lifetime lasts.
+        return claim(job.evolve(next_run_at=None), due, now, rules)
+
+    latest, total = _latest_and_count(job, due, now)
+    on_time = now - latest <= rules.misfire_grace
+    fire_latest = on_time or job.misfire is Misfire.COALESCE
+    missed = total - 1 if fire_latest else total
+    after = upcoming(job.evolve(next_run_at=latest), now)
+    moved = job.evolve(next_run_at=_within_life(job, after), skipped_misfire=job.skipped_misfire + missed)
+    decision = Decision(moved)
+    if missed:
+        decision = Decision(
+            moved, events=(_event(EventKind.JOB_SKIPPED, job, reason="misfire", count=missed, due=due),)
+        )
+    if fire_latest:
+        return decision.then(claim(moved, latest, now, rules))
+    if after is None:
+        # The schedule has no occurrence left at all: the job is over.
+        return decision.then(Decision(moved.evolve(state=State.DONE)))
+    return decision
+
+
+def _latest_and_count(job: Job, due: datetime, now: datetime) -> tuple[datetime, int]:
+    """The latest occurrence in [due, now], and how many there are (capped for cron)."""
+    schedule = job.schedule
+    if isinstance(schedule, EverySchedule):
+        latest = latest_on_grid(due, schedule.period, now)
+        assert latest is not None
+        return latest, count_on_grid(due, schedule.period, now)
+    assert isinstance(schedule, CronSchedule)
+    tz = zone(schedule.tz)
+    latest_cron = schedule.expression.latest_at_or_before(now, due, tz)
+    if latest_cron is None:
+        # `due` itself no longer matches (the expression changed under it); it still counts once.
+        return due, 1
+    return latest_cron, max(1, schedule.expression.count_between(due, now, tz, MISSED_COUNT_CAP))
+
+
+def claim(job: Job, scheduled_for: datetime, now: datetime, rules: Rules, manual: bool = False) -> Decision:
+    """Starts a new occurrence of `job`, due at `scheduled_for`, on node `rules.node`."""
+    sequence = job.occurrences + 1
+    fire_id = f"{job.id}-{sequence}"
+    flight = InFlight(fire_id, scheduled_for, attempt=1, started_at=now, node=rules.node, manual=manual)
+    running = job.evolve(state=State.RUNNING, in_flight=flight, occurrences=sequence)
+    return Decision(running, fire=_occurrence(running, flight, now))
+
+
+def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
+    return Occurrence(job.id, flight.fire_id, flight.scheduled_for, flight.attempt, now, flight.manual)
+
+
+def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
+    flight = job.in_flight
+    assert flight is not None
+    decision = Decision(job)
+    if flight.retry_at is not None and flight.retry_at <= now:
+        decision = _retry(job, flight, now, rules)
+    if decision.job.state is State.RUNNING and job.next_run_at is not None and job.next_run_at <= now:
+        decision = decision.then(_skip_overlap(decision.job, now))
+    return decision
+
+
+def _retry(job: Job, flight: InFlight, now: datetime, rules: Rules) -> Decision:
+    if now >= job.ends_at:
+        # Never fire at or after the end, not even a retry: the occurrence ends with its last failure.
+        last = job.last_run
+        outcome = last.outcome if last is not None else Outcome.ERROR
+        return _conclude(job, outcome, now)
+    attempt = replace(flight, attempt=flight.attempt + 1, started_at=now, node=rules.node, retry_at=None)
+    running = job.evolve(in_flight=attempt)
+    return Decision(running, fire=_occurrence(running, attempt, now))
+
+
+def _skip_overlap(job: Job, now: datetime) -> Decision:
+    due = job.next_run_at
+    assert due is not None
+    if job.one_shot:
+        return Decision(job)
+    latest, total = _latest_and_count(job, due, now)
+    after = _within_life(job, upcoming(job.evolve(next_run_at=latest), now))
+    skipped = job.evolve(next_run_at=after, skipped_overlap=job.skipped_overlap + total)
+    return Decision(
+        skipped, events=(_event(EventKind.JOB_SKIPPED, job, reason="overlap", count=total, due=due),)
+    )
+
+
+# --- an attempt ends ------------------------------------------------------------------------------
+
+
+def finish(
+    job: Job | None, occurrence: Occurrence, result: Result, now: datetime, rules: Rules
+) -> Decision | None:
+    """Records one finished attempt, and decides: retry, conclude the occurrence, or (if stale) leave the job.
+
+    `job` is the row as stored now; None when it was deleted meanwhile, in which case the run still
+    reaches the history (the caller records `runs`) but nothing brings the job back.
+    """
+    name = job.name if job is not None else ""
+    run = Run(
+        occurrence.job_id,
+        name,
+        occurrence.fire_id,
+        occurrence.attempt,
+        occurrence.scheduled_for,
+        occurrence.fired_at,
+        now,
+        result.outcome,
+        result.message,
+        result.took_ms,
+        rules.node,
+        result.output,
+    )
+    if job is None:
+        return None
+    events = [
+        _event(
+            EventKind.JOB_RUN,
+            job,
+            fire_id=occurrence.fire_id,
+            attempt=occurrence.attempt,
+            outcome=result.outcome.value,
+            took_ms=result.took_ms,
+        )
+    ]
+    if result.outcome is not Outcome.OK:
+        events.append(
+            _event(
+                EventKind.JOB_RUN_FAILED,
+                job,
+                fire_id=occurrence.fire_id,
+                attempt=occurrence.attempt,
+                outcome=result.outcome.value,
+                message=result.message,
+                consecutive_failures=job.consecutive_failures,
+            )
+        )
+    flight = job.in_flight
+    mine = (
+        flight is not None
+        and flight.fire_id == occurrence.fire_id
+        and flight.attempt == occurrence.attempt
+        and flight.node == rules.node
+    )
+    if not mine:
+        # The occurrence was concluded without us (recovered as interrupted): history only.
+        return Decision(job, runs=(run,), events=tuple(events))
+    assert flight is not None
+    last_run = LastRun(
+        occurrence.fire_id,
+        occurrence.fired_at,
+        occurrence.attempt,
+        result.outcome,
+        result.message,
+        result.took_ms,
+    )
+    job = job.evolve(last_run=last_run)
+    base = Decision(job, runs=(run,), events=tuple(events))
+    if result.outcome.retryable and occurrence.attempt < job.max_attempts:
+        backoff = timedelta(milliseconds=job.retry_backoff_ms * 2 ** (occurrence.attempt - 1))
+        retry_at = now + backoff
+        if retry_at < job.ends_at:
+            waiting = replace(flight, node=None, retry_at=retry_at)
+            return base.then(Decision(job.evolve(in_flight=waiting)))
+    return base.then(_conclude(job, result.outcome, now))
+
+
+def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
+    """The occurrence is over: count it for the breaker, and settle what the job does next."""
+    succeeded = outcome is Outcome.OK
+    failures = 0 if succeeded else job.consecutive_failures + 1
+    job = job.evolve(in_flight=None, state=State.ACTIVE, consecutive_failures=failures)
+    if job.one_shot:
+        return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED, next_run_at=None))
+    if job.next_run_at is None and upcoming(job, now) is None:
+        # No further occurrence exists at all: a recurring job turns terminal only here.
+        return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED))
+    if not succeeded and job.breaker_threshold and failures >= job.breaker_threshold:
+        paused = job.evolve(state=State.PAUSED, paused_by=PausedBy.BREAKER)
+        event = _event(EventKind.JOB_BREAKER_PAUSED, job, consecutive_failures=failures)
+        return Decision(paused, events=(event,))
+    if now >= job.ends_at:
+        return _expire(job)
+    return Decision(job)
+
+
+def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
+    """The node running `job`'s attempt died: record it `interrupted`, never re-run it, and re-arm.
+
+    The misfire policy then applies, at the next pass, over occurrences that never started.
+    """
+    flight = job.in_flight
+    assert flight is not None and flight.node is not None
+    took_ms = max(0, int((now - flight.started_at).total_seconds() * 1000))
+    occurrence = _occurrence(job, flight, flight.started_at)
+    result = Result(Outcome.INTERRUPTED, why, took_ms)
+    dead = Rules(flight.node, rules.misfire_grace)
+    decision = finish(job, occurrence, result, now, dead)
+    assert decision is not None
+    return decision
+
+
+# --- operator actions -----------------------------------------------------------------------------
+
+
+def _refuse_unless_active(job: Job, verb: str) -> None:
+    state = job.state.value
+    if job.state is State.RUNNING:
+        raise JobRunning(f"'{job.name}' is running; {verb} it once its run has finished", state=state)
+    if not job.state.live:
+        raise JobTerminal(
+            f"'{job.name}' is {state} and can no longer {verb}; update it with a lifetime "
+            "to renew an expired job, or create a new one",
+            state=state,
+        )
+    if job.state is not State.ACTIVE:
+        raise JobNotActive(f"'{job.name}' is {state}; resume it first", state=state)
+
+
+def pause(job: Job) -> Job:
+    """An active job stops firing until resumed. Refused while it runs, or when not active."""
+    if job.state is State.PAUSED:
+        raise JobNotActive(f"'{job.name}' is already paused", state=job.state.value)
+    _refuse_unless_active(job, "pause")
+    return job.evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)
+
+
+def resume(job: Job) -> Job:
+    """A paused job fires again. It resets the failure count; the next pass applies the misfire policy.
+
+    Only paused jobs resume, so a resume can never start a second run of a job in flight.
+    """
+    if job.state is not State.PAUSED:
+        raise JobNotPaused(
+            f"'{job.name}' is {job.state.value}, not paused; only a paused job can be resumed",
+            state=job.state.value,
+        )
+    return job.evolve(state=State.ACTIVE, paused_by=None, consecutive_failures=0)
+
+
+def run_now(job: Job, now: datetime, rules: Rules) -> Decision:
+    """Fires an active job now, through the same claim as a due occurrence.
+
+    A cron job stays on its grid; an `every` job re-phases to now + period.
+    """
+    if job.state is not State.ACTIVE:
+        _refuse_unless_active(job, "run now")
+    if isinstance(job.schedule, EverySchedule):
+        job = job.evolve(next_run_at=_within_life(job, now + job.schedule.period))
+    elif job.one_shot:
+        job = job.evolve(next_run_at=None)
+    return claim(job, now, now, rules, manual=True)
+
+
+def check_updatable(job: Job) -> None:
+    """Update is refused while the job runs, and on jobs that are over (an expired one may be renewed)."""
+    state = job.state.value
+    if job.state is State.RUNNING:
+        raise JobRunning(f"'{job.name}' is running; update it once its run has finished", state=state)
+    if job.state in (State.DONE, State.FAILED):
+        raise JobTerminal(f"'{job.name}' is {state}; create a new job instead", state=state)
+
+
+def renew(job: Job, ends_at: datetime, now: datetime) -> Job:
+    """A new lifetime, read from the moment of the update. It brings an expired job back to life."""
+    renewed = job.evolve(ends_at=ends_at)
+    if job.state is State.EXPIRED:
+        return arm(renewed.evolve(state=State.ACTIVE), now)
+    if renewed.next_run_at is None and not job.one_shot:
+        # The old end had cut the schedule short; the new one may let it come due again.
+        return arm(renewed, now)
+    return renewed

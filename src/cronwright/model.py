@@ -1,0 +1,204 @@
+"""The value objects: jobs, their schedules, occurrences and runs. Frozen; change them with `replace()`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from cronwright.timing.cron import CronExpression
+
+
+class State(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    RUNNING = "running"
+    EXPIRED = "expired"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def live(self) -> bool:
+        """Live jobs can still fire; the default dedupe looks at these only."""
+        return self in (State.ACTIVE, State.PAUSED, State.RUNNING)
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    REFUSED = "refused"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def retryable(self) -> bool:
+        """An interrupted run is never retried: its process died, so running it again could run it twice."""
+        return self in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.CRASHED, Outcome.REFUSED)
+
+
+class Misfire(StrEnum):
+    SKIP = "skip"
+    COALESCE = "coalesce"
+
+
+class PausedBy(StrEnum):
+    OPERATOR = "operator"
+    BREAKER = "breaker"
+
+
+class Persistence(StrEnum):
+    PERSISTED = "persisted"
+    DEGRADED = "degraded"
+    MEMORY_ONLY = "memory_only"
+
+
+@dataclass(frozen=True, slots=True)
+class CronSchedule:
+    expression: CronExpression
+    tz: str
+
+    kind = "cron"
+
+
+@dataclass(frozen=True, slots=True)
+class EverySchedule:
+    period: timedelta
+
+    kind = "every"
+
+
+@dataclass(frozen=True, slots=True)
+class AtSchedule:
+    at: datetime
+
+    kind = "at"
+
+
+Schedule = CronSchedule | EverySchedule | AtSchedule
+
+
+@dataclass(frozen=True, slots=True)
+class LastRun:
+    fire_id: str
+    fired_at: datetime
+    attempt: int
+    outcome: Outcome
+    message: str
+    took_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """The occurrence a job is working on, retries included.
+
+    Exactly one of two holds: node `node` is running attempt `attempt` (started at `started_at`, and
+    covered by that node's lease), or the occurrence waits for its next attempt at `retry_at`.
+    """
+
+    fire_id: str
+    scheduled_for: datetime
+    attempt: int
+    started_at: datetime
+    node: str | None
+    manual: bool = False
+    retry_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One attempt of one occurrence, as handed to a runner. `fire_id` is stable across retries."""
+
+    job_id: int
+    fire_id: str
+    scheduled_for: datetime
+    attempt: int
+    fired_at: datetime
+    manual: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: int
+    name: str
+    target: str
+    action: str
+    args: Mapping[str, Any]
+    schedule: Schedule
+    ends_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    created_by: str = "cli"
+    state: State = State.ACTIVE
+    paused_by: PausedBy | None = None
+    next_run_at: datetime | None = None
+    last_run: LastRun | None = None
+    consecutive_failures: int = 0
+    skipped_overlap: int = 0
+    skipped_misfire: int = 0
+    misfire: Misfire = Misfire.SKIP
+    max_attempts: int = 1
+    retry_backoff_ms: int = 1000
+    breaker_threshold: int = 3
+    dedupe_key: str | None = None
+    once: bool = False
+    origin: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
+    in_flight: InFlight | None = None
+    occurrences: int = 0
+    version: int = 0
+
+    @property
+    def kind(self) -> str:
+        return self.schedule.kind
+
+    @property
+    def one_shot(self) -> bool:
+        return isinstance(self.schedule, AtSchedule)
+
+    def evolve(self, **changes: Any) -> Job:
+        return replace(self, **changes)
+
+    def wake_at(self) -> datetime | None:
+        """The earliest instant at which a scheduling pass could change this job; None while none can.
+
+        Stores index it, so a pass reads only the jobs that need it, and its cost never grows with the
+        jobs that are not due.
+        """
+        if self.state is State.ACTIVE:
+            return min(t for t in (self.next_run_at, self.ends_at) if t is not None)
+        if self.state is State.PAUSED:
+            return self.ends_at
+        if self.state is State.RUNNING and self.in_flight is not None:
+            times = [t for t in (self.in_flight.retry_at, self.next_run_at) if t is not None]
+            return min(times) if times else None
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a runner reports for one attempt."""
+
+    outcome: Outcome
+    message: str = ""
+    took_ms: int = 0
+    output: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One attempt, as kept in the history."""
+
+    job_id: int
+    job_name: str
+    fire_id: str
+    attempt: int
+    scheduled_for: datetime
+    started_at: datetime
+    finished_at: datetime
+    outcome: Outcome
+    message: str
+    took_ms: int
+    node: str
+    output: str = ""

@@ -1,0 +1,82 @@
+"""Jobs and runs as the protocol shows them: JSON values, every instant ISO-8601 in the node zone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronwright.model import AtSchedule, CronSchedule, Job, Run, Schedule
+from cronwright.timing.durations import format_duration
+from cronwright.timing.iso import render
+
+
+def _iso(instant: datetime | None, zone: ZoneInfo) -> str | None:
+    return None if instant is None else render(instant, zone)
+
+
+def schedule_row(schedule: Schedule, zone: ZoneInfo) -> dict[str, Any]:
+    if isinstance(schedule, CronSchedule):
+        return {"cron": schedule.expression.text, "tz": schedule.tz}
+    if isinstance(schedule, AtSchedule):
+        return {"at": render(schedule.at, zone)}
+    return {
+        "every": format_duration(schedule.period),
+        "every_ms": schedule.period // timedelta(milliseconds=1),
+    }
+
+
+def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
+    last = job.last_run
+    return {
+        "id": job.id,
+        "name": job.name,
+        "target": job.target,
+        "action": job.action,
+        "args": dict(job.args),
+        "kind": job.kind,
+        "schedule": schedule_row(job.schedule, zone),
+        "state": job.state.value,
+        "paused_by": job.paused_by.value if job.paused_by else None,
+        "next_run_at": _iso(job.next_run_at, zone),
+        "ends_at": _iso(job.ends_at, zone),
+        "last_run": None
+        if last is None
+        else {
+            "fire_id": last.fire_id,
+            "fired_at": render(last.fired_at, zone),
+            "attempt": last.attempt,
+            "outcome": last.outcome.value,
+            "message": last.message,
+            "took_ms": last.took_ms,
+        },
+        "consecutive_failures": job.consecutive_failures,
+        "skipped": {"overlap": job.skipped_overlap, "misfire": job.skipped_misfire},
+        "misfire": job.misfire.value,
+        "max_attempts": job.max_attempts,
+        "retry_backoff_ms": job.retry_backoff_ms,
+        "breaker_threshold": job.breaker_threshold,
+        "dedupe_key": job.dedupe_key,
+        "once": job.once,
+        "origin": dict(job.origin),
+        "created_by": job.created_by,
+        "created_at": render(job.created_at, zone),
+        "updated_at": render(job.updated_at, zone),
+    }
+
+
+def run_row(run: Run, zone: ZoneInfo) -> dict[str, Any]:
+    return {
+        "job_id": run.job_id,
+        "schedule": run.job_name,
+        "fire_id": run.fire_id,
+        "attempt": run.attempt,
+        "scheduled_for": render(run.scheduled_for, zone),
+        "started_at": render(run.started_at, zone),
+        "finished_at": render(run.finished_at, zone),
+        "outcome": run.outcome.value,
+        "message": run.message,
+        "took_ms": run.took_ms,
+        "node": run.node,
+        "output": run.output,
+    }

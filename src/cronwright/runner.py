@@ -1,0 +1,20 @@
+"""The seam between the node and whatever runs an attempt."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from cronwright.model import Job, Occurrence, Result
+
+
+class Runner(Protocol):
+    def run(self, job: Job, occurrence: Occurrence) -> Result:
+        """Runs one attempt of one occurrence and reports how it went. Never raises: a failure is an outcome.
+
+        It blocks for as long as the attempt lasts; the node calls it from a worker thread.
+        """
+        ...
+
+    def close(self) -> None:
+        """Stops what is still running (its attempts then report `interrupted`) and frees the workers."""
+        ...

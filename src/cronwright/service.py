@@ -1,0 +1,385 @@
+"""The operations every front shares: validation, authorization, quotas, then the engine and the store.
+
+Each operation takes the request's fields as decoded JSON and the source asking, and returns the
+reply's fields. A refusal raises a `Refusal` and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronwright import engine, fields
+from cronwright.allowlist import Allowlist
+from cronwright.errors import (
+    ImmutableField,
+    Invalid,
+    JobRunning,
+    NameTaken,
+    NotFound,
+    PeriodTooShort,
+    QuotaExceeded,
+    TargetNotAllowed,
+)
+from cronwright.model import (
+    AtSchedule,
+    CronSchedule,
+    EverySchedule,
+    Job,
+    Misfire,
+    Persistence,
+    Schedule,
+    State,
+)
+from cronwright.node import Node
+from cronwright.rows import job_row, run_row
+from cronwright.sources import Source
+from cronwright.store.resilient import Write
+from cronwright.timing.cron import CronExpression
+from cronwright.timing.durations import format_duration, parse_duration
+from cronwright.timing.iso import parse_instant, render
+from cronwright.timing.lifetime import resolve_end
+from cronwright.timing.preview import preview
+from cronwright.timing.zones import zone
+
+JOB_FIELDS = {
+    "name", "target", "action", "args", "schedule", "run_at", "lifetime", "misfire", "max_attempts",
+    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin",
+}  # fmt: skip
+MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_attempts", "retry_backoff_ms",
+           "breaker_threshold"}  # fmt: skip
+IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
+SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at"}
+MAX_ARGS_BYTES = 16_384
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    zone: ZoneInfo
+    max_lifetime: timedelta = timedelta(days=90)
+    min_period: timedelta = timedelta(seconds=60)
+    misfire_grace: timedelta = timedelta(seconds=60)
+
+
+class Service:
+    def __init__(self, node: Node, allowlist: Allowlist, limits: Limits) -> None:
+        self.node = node
+        self.store = node.store
+        self.allowlist = allowlist
+        self.limits = limits
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return self.limits.zone
+
+    def row(self, job: Job) -> dict[str, Any]:
+        return job_row(job, self.zone)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def job(self, request: Mapping[str, Any], source: Source) -> Job:
+        """The job a request names by `job_id` or `name`, as that source may see it."""
+        if request.get("job_id") is not None:
+            job_id = fields.integer(request, "job_id", 1, 2**62)
+            job = self.store.get(job_id)
+            label = f"id {job_id}"
+        else:
+            label = f"name '{fields.required_text(request, 'name')}'"
+            job = self.store.find(request["name"])
+        if job is None or not source.sees(job.created_by):
+            raise NotFound(f"no job with {label}; `list` shows the jobs there are")
+        return job
+
+    def get(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        return {"job": self.row(job), "runs": [run_row(r, self.zone) for r in self.store.runs(job.id, 10)]}
+
+    def list(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        state_name = fields.text(request, "state", required=False)
+        try:
+            state = State(state_name) if state_name else None
+        except ValueError:
+            raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
+        target = fields.text(request, "target", required=False)
+        jobs = [job for job in self.store.jobs(state, target) if source.sees(job.created_by)]
+        return {"jobs": [self.row(job) for job in jobs]}
+
+    def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        limit = fields.integer(request, "limit", 1, 1000, default=20)
+        if request.get("job_id") is not None or request.get("name") is not None:
+            runs = self.store.runs(self.job(request, source).id, limit)
+        else:
+            visible = {job.id for job in self.store.jobs() if source.sees(job.created_by)}
+            runs = [run for run in self.store.runs(None, limit * 4 if not source.operator else limit)]
+            runs = [run for run in runs if source.operator or run.job_id in visible][:limit]
+        return {"runs": [run_row(run, self.zone) for run in runs]}
+
+    def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        now = self.node.clock.now()
+        return {
+            "node": {
+                "id": self.node.id,
+                "now": render(now, self.zone),
+                "zone": self.zone.key,
+                "store": self.store.description,
+                "persistence": self.store.persistence.value,
+                "peers": [
+                    {"node": beat.node, "last_beat": render(beat.beat_at, self.zone)}
+                    for beat in self.store.beats()
+                ],
+            },
+            "counts": self.store.counts(),
+            "running": self.node.in_flight(),
+        }
+
+    def preview(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        tz = fields.text(request, "tz", required=False)
+        after_text = fields.text(request, "after", limit=64, required=False)
+        now = self.node.clock.now()
+        after = parse_instant(after_text, self.zone, "after") if after_text else now
+        count = fields.integer(request, "count", 1, 1000, default=5)
+        return preview(request.get("expression"), tz, after, count, self.zone)
+
+    def targets(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        described = self.allowlist.describe()
+        if not source.operator:
+            described = [
+                {**t, "actions": [a for a in t["actions"] if source.allows(t["target"], a["action"])]}
+                for t in described
+            ]
+            described = [t for t in described if t["actions"]]
+        return {"targets": described}
+
+    # --- validation shared by create and update ------------------------------------------------
+
+    def _schedule(self, job: Mapping[str, Any], source: Source, now: datetime) -> Schedule:
+        run_at = job.get("run_at")
+        raw = job.get("schedule")
+        if run_at is not None and raw is not None:
+            raise Invalid("schedule", "give either 'schedule' or 'run_at', not both")
+        if run_at is not None:
+            raw = {"at": run_at}
+        if raw is None:
+            raise Invalid(
+                "schedule",
+                '\'schedule\' is required: {"cron": "0 3 * * *"}, {"every": "5m"} or {"at": ISO}',
+            )
+        if not isinstance(raw, dict):
+            raise Invalid("schedule", '\'schedule\' must be an object such as {"cron": "0 3 * * *"}')
+        fields.only(raw, SCHEDULE_KEYS, "'schedule'")
+        kinds = [k for k in ("cron", "every", "every_ms", "at") if k in raw]
+        if len(kinds) != 1:
+            raise Invalid("schedule", "'schedule' needs exactly one of 'cron', 'every', 'every_ms' or 'at'")
+        if "tz" in raw and kinds != ["cron"]:
+            raise Invalid("schedule.tz", "'tz' goes with 'cron' only; 'at' instants carry their own offset")
+        if kinds == ["cron"]:
+            expression = CronExpression.parse(raw["cron"], "schedule.cron")
+            tz_name = fields.text(raw, "tz", limit=64, required=False)
+            tz = zone(tz_name, "schedule.tz") if tz_name else self.zone
+            return CronSchedule(expression, tz.key)
+        if kinds == ["at"]:
+            if not isinstance(raw["at"], str):
+                raise Invalid(
+                    "run_at", "'run_at' must be an ISO-8601 string such as 2026-12-01T09:00:00+01:00"
+                )
+            at = parse_instant(raw["at"], self.zone, "run_at")
+            if at < now - self.limits.misfire_grace:
+                raise Invalid(
+                    "run_at",
+                    f"'run_at' {render(at, self.zone)} is more than the misfire grace "
+                    f"({format_duration(self.limits.misfire_grace)}) in the past; give a future instant",
+                )
+            return AtSchedule(at)
+        if kinds == ["every_ms"]:
+            period = timedelta(milliseconds=fields.integer(raw, "every_ms", 1, 10**12))
+        else:
+            period = parse_duration(raw["every"], "schedule.every")
+        floor = max(self.limits.min_period, source.min_period or timedelta(0))
+        if period < floor:
+            raise PeriodTooShort(
+                f"a period of {format_duration(period)} is shorter than the floor of "
+                f"{format_duration(floor)}; "
+                f"use at least {format_duration(floor)}",
+                min_period=format_duration(floor),
+            )
+        return EverySchedule(period)
+
+    def _lifetime(self, spec: object, source: Source, now: datetime) -> datetime:
+        ceiling = self.limits.max_lifetime
+        if source.max_lifetime is not None and source.max_lifetime < ceiling:
+            ceiling = source.max_lifetime
+        if spec is None:
+            return now + ceiling
+        return resolve_end(spec, now, self.zone, ceiling)
+
+    def _args(self, data: Mapping[str, Any], target: str, action: str) -> dict[str, Any]:
+        args = fields.mapping(data, "args")
+        if "cron" in args:
+            raise Invalid(
+                "args", "args may not hold a 'cron' key: the scheduler adds it, so it cannot be forged"
+            )
+        if len(repr(args)) > MAX_ARGS_BYTES:
+            raise Invalid("args", f"args are larger than {MAX_ARGS_BYTES} bytes; keep large data elsewhere")
+        self.allowlist.check(target, action, args)
+        return args
+
+    def _knobs(self, data: Mapping[str, Any], base: Job | None) -> dict[str, Any]:
+        misfire_name = fields.text(data, "misfire", required=False)
+        try:
+            misfire = Misfire(misfire_name) if misfire_name else (base.misfire if base else Misfire.SKIP)
+        except ValueError:
+            raise Invalid(
+                "misfire", f"'misfire' must be 'skip' or 'coalesce', not {misfire_name!r}"
+            ) from None
+        return {
+            "misfire": misfire,
+            "max_attempts": fields.integer(data, "max_attempts", 1, 100, base.max_attempts if base else 1),
+            "retry_backoff_ms": fields.integer(
+                data, "retry_backoff_ms", 0, 86_400_000, base.retry_backoff_ms if base else 1000
+            ),
+            "breaker_threshold": fields.integer(
+                data, "breaker_threshold", 0, 1000, base.breaker_threshold if base else 3
+            ),
+        }
+
+    # --- changing -------------------------------------------------------------------------------
+
+    def create_job(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        data = request.get("job")
+        if not isinstance(data, dict):
+            raise Invalid("job", "'job' must be an object with name, target, action and schedule (or run_at)")
+        fields.only(data, JOB_FIELDS, "'job'")
+        now = self.node.clock.now()
+        name = fields.name(data)
+        target = fields.required_text(data, "target")
+        action = fields.required_text(data, "action")
+        if not source.allows(target, action):
+            raise TargetNotAllowed(f"source '{source.name}' may not schedule {target}.{action}")
+        dedupe_key = fields.text(data, "dedupe_key", required=False)
+        once = fields.flag(data, "once")
+        if once and dedupe_key is None:
+            raise Invalid("once", "'once' needs a 'dedupe_key': it means at most once ever for that key")
+        if once and self.store.inner.persistence is Persistence.MEMORY_ONLY:
+            raise Invalid("once", "'once' needs a durable store; this node keeps jobs in memory only")
+        schedule = self._schedule(data, source, now)
+        ends_at = self._lifetime(data.get("lifetime"), source, now)
+        args = self._args(data, target, action)
+        job = Job(
+            id=0,
+            name=name,
+            target=target,
+            action=action,
+            args=args,
+            schedule=schedule,
+            ends_at=ends_at,
+            created_at=now,
+            updated_at=now,
+            created_by=source.name,
+            dedupe_key=dedupe_key,
+            once=once,
+            origin=fields.scalar_map(data, "origin") or {"source": source.name},
+            **self._knobs(data, None),
+        )
+        if dedupe_key is not None:
+            existing = self._deduped(dedupe_key, once, source)
+            if existing is not None:
+                return {"job": self.row(existing), "deduped": True}
+        if isinstance(schedule, AtSchedule) and schedule.at >= ends_at:
+            raise Invalid(
+                "run_at", "'run_at' is at or after the end of the job's lifetime; give a longer lifetime"
+            )
+        self._check_quota(source)
+        if self.store.find(name) is not None:
+            raise NameTaken(f"a job named '{name}' exists; choose another name or delete it first")
+        stored = self.store.insert(engine.arm(job, now))
+        self.node.wake()
+        return {"job": self.row(stored), "persistence": self.store.persistence.value}
+
+    def _deduped(self, key: str, once: bool, source: Source) -> Job | None:
+        rows = self.store.with_dedupe_key(key)
+        live = [job for job, deleted in rows if not deleted and job.state.live]
+        if live:
+            return live[-1]
+        if once and rows:
+            # At most once ever: a key that has a row that ended (or was deleted) makes this a no-op.
+            return rows[-1][0]
+        return None
+
+    def _check_quota(self, source: Source) -> None:
+        if source.max_schedules is None:
+            return
+        mine = [job for job in self.store.jobs() if job.created_by == source.name and job.state.live]
+        if len(mine) >= source.max_schedules:
+            raise QuotaExceeded(
+                f"source '{source.name}' already has {len(mine)} live schedules, its limit "
+                f"(max_schedules = {source.max_schedules}); delete one first",
+                max_schedules=source.max_schedules,
+            )
+
+    def _save(self, job: Job) -> dict[str, Any]:
+        """Writes an operator's change; on a lost race the request is refused, never half-applied."""
+        written = self.store.save([job])[0]
+        if written is Write.LOST:
+            current = self.store.get(job.id)
+            state = current.state.value if current else "deleted"
+            raise JobRunning(f"'{job.name}' changed while this request was handled; try again", state=state)
+        self.node.wake()
+        persistence = Persistence.DEGRADED if written is Write.KEPT else self.store.inner.persistence
+        return {"job": self.row(job.evolve(version=job.version + 1)), "persistence": persistence.value}
+
+    def update(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        changes = request.get("changes")
+        if not isinstance(changes, dict) or not changes:
+            raise Invalid("changes", f"'changes' must be an object with any of: {', '.join(sorted(MUTABLE))}")
+        for key in changes:
+            if key in IMMUTABLE:
+                raise ImmutableField(f"'{key}' cannot change; create a new job for another {key}", field=key)
+        fields.only(changes, MUTABLE, "'changes'")
+        engine.check_updatable(job)
+        now = self.node.clock.now()
+        updated = job.evolve(updated_at=now, **self._knobs(changes, job))
+        if "name" in changes:
+            name = fields.name(changes)
+            other = self.store.find(name)
+            if other is not None and other.id != job.id:
+                raise NameTaken(f"a job named '{name}' exists; choose another name")
+            updated = updated.evolve(name=name)
+        if "args" in changes:
+            updated = updated.evolve(args=self._args(changes, job.target, job.action))
+        if "schedule" in changes or "run_at" in changes:
+            schedule = self._schedule(changes, source, now)
+            # A changed schedule re-arms from the moment of the update.
+            updated = engine.arm(updated.evolve(schedule=schedule), now)
+        if "lifetime" in changes:
+            updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
+        elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
+            updated = updated.evolve(next_run_at=None)
+        return self._save(updated)
+
+    def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        return self._save(engine.pause(job).evolve(updated_at=self.node.clock.now()))
+
+    def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        return self._save(engine.resume(job).evolve(updated_at=self.node.clock.now()))
+
+    def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        claimed = self.node.run_now(job.id)
+        return {"job": self.row(claimed), "persistence": self.store.inner.persistence.value}
+
+    def delete(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        job = self.job(request, source)
+        gone, persistence = self.store.delete(job.id)
+        self.node.wake()
+        return {"job": self.row(gone or job), "persistence": persistence.value}
+
+    def tick(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        report = self.node.run_pass()
+        self.node.wait_for_runs()
+        return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}

@@ -1,0 +1,35 @@
+"""Who may schedule what. The local operator may use every target; any other source must be configured."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from datetime import timedelta
+
+OPERATOR = "cli"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    name: str
+    targets: tuple[str, ...] = ()
+    max_schedules: int | None = None
+    min_period: timedelta | None = None
+    max_lifetime: timedelta | None = None
+    token_sha256: str | None = None
+    operator: bool = False
+
+    def allows(self, target: str, action: str) -> bool:
+        """Fail-closed: a source with no patterns may schedule nothing."""
+        if self.operator:
+            return True
+        pair = f"{target}.{action}"
+        return any(fnmatch.fnmatchcase(pair, pattern) for pattern in self.targets)
+
+    def sees(self, created_by: str) -> bool:
+        """A source sees and changes only its own schedules; the operator sees all."""
+        return self.operator or created_by == self.name
+
+
+def operator() -> Source:
+    return Source(OPERATOR, operator=True)

@@ -1,0 +1,41 @@
+"""Stores: the Store protocol, its backends, and `open_store` to pick one from the config's URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cronwright.errors import ConfigError
+from cronwright.store.base import Store
+from cronwright.store.memory import MemoryStore
+from cronwright.store.sqlite import SqliteStore
+
+__all__ = ["MemoryStore", "SqliteStore", "Store", "open_store"]
+
+_FORMS = "use 'memory:', 'sqlite:///relative/path.db' or 'sqlite:////absolute/path.db'"
+
+
+def open_store(url: str, run_history: int = 100) -> Store:
+    """The store that `url` names. A URL that names none is a ConfigError saying which forms work.
+
+    The URL is never echoed whole: a database URL may carry a password.
+    """
+    if url == "memory:":
+        return MemoryStore(run_history)
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme in ("postgresql", "postgres"):
+        raise ConfigError(f"the PostgreSQL store is not available yet; {_FORMS}")
+    if scheme == "sqlite":
+        return SqliteStore(_sqlite_path(url), run_history)
+    shown = f"a URL with scheme '{scheme}'" if scheme else f"'{url}'"
+    raise ConfigError(f"the store {shown} is not understood; {_FORMS}")
+
+
+def _sqlite_path(url: str) -> Path:
+    # "sqlite:///" then the path: relative to the working folder, or absolute when it starts with "/".
+    prefix = "sqlite:///"
+    path = url[len(prefix) :] if url.startswith(prefix) else ""
+    if not path or path.endswith("/"):
+        raise ConfigError(f"the store '{url}' names no database file; {_FORMS}")
+    if "?" in path or "#" in path:
+        raise ConfigError(f"the store '{url}' has options, which SQLite stores do not take; {_FORMS}")
+    return Path(path).expanduser()

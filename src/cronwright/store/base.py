@@ -1,0 +1,122 @@
+"""The Store protocol: the narrow seam between the node and its durable truth.
+
+The store, not memory, is the truth about jobs. Every job write is a compare-and-swap on the job's
+`version`: a write succeeds only if the stored row still has the version the writer read, and stores
+it with the version plus one. A claim of an occurrence is such a write (the job turns `running` with
+its `in_flight` set, and its `next_run_at` moves past the occurrence), so however many processes or
+nodes read a due job at once, exactly one of them claims it.
+
+Leases are per node: a node that runs attempts beats (`beat`) at least every `LEASE_BEAT`. A running
+job whose `in_flight.node` has not beaten for `LEASE_TTL` belongs to a dead node; `orphans` finds it,
+and the engine records its attempt `interrupted` (never re-running it). A live node's beat keeps all
+of its runs covered at once, so the cost of a lease does not grow with the runs in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from cronwright.model import Job, Persistence, Run, State
+
+LEASE_BEAT = timedelta(seconds=10)
+LEASE_TTL = timedelta(seconds=45)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBeat:
+    node: str
+    beat_at: datetime
+    started_at: datetime
+
+
+class Store(Protocol):
+    """Durable storage of jobs, runs and node beats. Every method is atomic on its own."""
+
+    @property
+    def persistence(self) -> Persistence:
+        """`persisted` for a durable store (a write has reached disk when it returns), else `memory_only`."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """Where the store lives, for `status` (no secrets: a password in a URL is masked)."""
+        ...
+
+    def insert(self, job: Job) -> Job:
+        """Stores a new job; returns it with its assigned id and version 1.
+
+        Raises NameTaken if a job that is not deleted already has the name. Atomic with that check.
+        """
+        ...
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        """Writes jobs and appends runs in one transaction; returns, per job, whether it was written.
+
+        A job is written only if its stored row exists, is not deleted, and has version `job.version`;
+        it is stored with `job.version + 1`. Runs are appended whatever the jobs' fate (a run of a job
+        deleted meanwhile still reaches the history), and each job's history is pruned to its newest
+        `run_history` runs. No two runs may share (job_id, fire_id, attempt): that would be a double run,
+        and the whole transaction fails with StoreError.
+        """
+        ...
+
+    def get(self, job_id: int) -> Job | None:
+        """The job with that id, or None if there is none or it was deleted."""
+        ...
+
+    def find(self, name: str) -> Job | None:
+        """The job with that name that is not deleted, if any."""
+        ...
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        """Every job ever stored with that key, deleted ones included, as (job, deleted), oldest first."""
+        ...
+
+    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+        """Jobs that are not deleted, ordered by name, optionally of one state and one target."""
+        ...
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        """Jobs not deleted whose `wake_at()` is at or before `now`, earliest first, at most `limit`."""
+        ...
+
+    def next_wake(self) -> datetime | None:
+        """The earliest `wake_at()` of any job not deleted, or None."""
+        ...
+
+    def delete(self, job_id: int) -> Job | None:
+        """Marks a job deleted and returns the row that went; None if there was none.
+
+        The row stays for `once` dedupe and its runs stay in the history, but it is never read as a
+        job again and its name is free.
+        """
+        ...
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+        """Recorded runs, newest first, of one job or of all."""
+        ...
+
+    def beat(self, node: str, now: datetime) -> None:
+        """Renews node `node`'s lease over all of its runs in flight."""
+        ...
+
+    def forget(self, node: str) -> None:
+        """Drops a node's beat row (on a clean shutdown, after its runs were concluded)."""
+        ...
+
+    def beats(self) -> list[NodeBeat]:
+        """Every node's last beat, newest first."""
+        ...
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
+        """Running jobs whose attempt is held by a node that has not beaten since `now - ttl`."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """How many jobs (not deleted) are in each state."""
+        ...
+
+    def close(self) -> None: ...

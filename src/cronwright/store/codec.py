@@ -1,0 +1,213 @@
+"""Jobs and runs to and from plain JSON data, for stores. Instants are UTC ISO strings with microseconds.
+
+The record carries `format`, so a later release can read what an earlier one wrote.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cronwright.model import (
+    AtSchedule,
+    CronSchedule,
+    EverySchedule,
+    InFlight,
+    Job,
+    LastRun,
+    Misfire,
+    Outcome,
+    PausedBy,
+    Run,
+    Schedule,
+    State,
+)
+from cronwright.timing.cron import CronExpression
+
+FORMAT = 1
+
+
+def instant(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def read_instant(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value).astimezone(UTC)
+
+
+def _required_instant(value: Any) -> datetime:
+    parsed = read_instant(value)
+    if parsed is None:
+        raise ValueError("a required instant is missing")
+    return parsed
+
+
+def micros(value: datetime | None) -> int | None:
+    """An instant as integer microseconds since the epoch: the sortable form that stores index."""
+    if value is None:
+        return None
+    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+
+
+def schedule_data(schedule: Schedule) -> dict[str, Any]:
+    if isinstance(schedule, CronSchedule):
+        return {"cron": schedule.expression.text, "tz": schedule.tz}
+    if isinstance(schedule, EverySchedule):
+        return {"every_ms": schedule.period // timedelta(milliseconds=1)}
+    return {"at": instant(schedule.at)}
+
+
+def read_schedule(data: dict[str, Any]) -> Schedule:
+    if "cron" in data:
+        # Stored expressions were validated when written; `CronExpression(text)` does not re-check them,
+        # so a row written behind the service's back still loads (and fails at its next firing).
+        return CronSchedule(CronExpression(data["cron"]), data["tz"])
+    if "every_ms" in data:
+        return EverySchedule(timedelta(milliseconds=data["every_ms"]))
+    return AtSchedule(_required_instant(data["at"]))
+
+
+def job_data(job: Job) -> dict[str, Any]:
+    last = job.last_run
+    flight = job.in_flight
+    return {
+        "format": FORMAT,
+        "id": job.id,
+        "name": job.name,
+        "target": job.target,
+        "action": job.action,
+        "args": dict(job.args),
+        "schedule": schedule_data(job.schedule),
+        "ends_at": instant(job.ends_at),
+        "created_at": instant(job.created_at),
+        "updated_at": instant(job.updated_at),
+        "created_by": job.created_by,
+        "state": job.state.value,
+        "paused_by": job.paused_by.value if job.paused_by else None,
+        "next_run_at": instant(job.next_run_at),
+        "last_run": None
+        if last is None
+        else {
+            "fire_id": last.fire_id,
+            "fired_at": instant(last.fired_at),
+            "attempt": last.attempt,
+            "outcome": last.outcome.value,
+            "message": last.message,
+            "took_ms": last.took_ms,
+        },
+        "consecutive_failures": job.consecutive_failures,
+        "skipped_overlap": job.skipped_overlap,
+        "skipped_misfire": job.skipped_misfire,
+        "misfire": job.misfire.value,
+        "max_attempts": job.max_attempts,
+        "retry_backoff_ms": job.retry_backoff_ms,
+        "breaker_threshold": job.breaker_threshold,
+        "dedupe_key": job.dedupe_key,
+        "once": job.once,
+        "origin": dict(job.origin),
+        "in_flight": None
+        if flight is None
+        else {
+            "fire_id": flight.fire_id,
+            "scheduled_for": instant(flight.scheduled_for),
+            "attempt": flight.attempt,
+            "started_at": instant(flight.started_at),
+            "node": flight.node,
+            "manual": flight.manual,
+            "retry_at": instant(flight.retry_at),
+        },
+        "occurrences": job.occurrences,
+        "version": job.version,
+    }
+
+
+def read_job(data: dict[str, Any]) -> Job:
+    last = data.get("last_run")
+    flight = data.get("in_flight")
+    return Job(
+        id=data["id"],
+        name=data["name"],
+        target=data["target"],
+        action=data["action"],
+        args=data["args"],
+        schedule=read_schedule(data["schedule"]),
+        ends_at=_required_instant(data["ends_at"]),
+        created_at=_required_instant(data["created_at"]),
+        updated_at=_required_instant(data["updated_at"]),
+        created_by=data["created_by"],
+        state=State(data["state"]),
+        paused_by=PausedBy(data["paused_by"]) if data.get("paused_by") else None,
+        next_run_at=read_instant(data.get("next_run_at")),
+        last_run=None
+        if last is None
+        else LastRun(
+            last["fire_id"],
+            _required_instant(last["fired_at"]),
+            last["attempt"],
+            Outcome(last["outcome"]),
+            last["message"],
+            last["took_ms"],
+        ),
+        consecutive_failures=data["consecutive_failures"],
+        skipped_overlap=data["skipped_overlap"],
+        skipped_misfire=data["skipped_misfire"],
+        misfire=Misfire(data["misfire"]),
+        max_attempts=data["max_attempts"],
+        retry_backoff_ms=data["retry_backoff_ms"],
+        breaker_threshold=data["breaker_threshold"],
+        dedupe_key=data.get("dedupe_key"),
+        once=data["once"],
+        origin=data.get("origin") or {},
+        in_flight=None
+        if flight is None
+        else InFlight(
+            flight["fire_id"],
+            _required_instant(flight["scheduled_for"]),
+            flight["attempt"],
+            _required_instant(flight["started_at"]),
+            flight["node"],
+            flight["manual"],
+            read_instant(flight.get("retry_at")),
+        ),
+        occurrences=data["occurrences"],
+        version=data["version"],
+    )
+
+
+def run_data(run: Run) -> dict[str, Any]:
+    return {
+        "job_id": run.job_id,
+        "job_name": run.job_name,
+        "fire_id": run.fire_id,
+        "attempt": run.attempt,
+        "scheduled_for": instant(run.scheduled_for),
+        "started_at": instant(run.started_at),
+        "finished_at": instant(run.finished_at),
+        "outcome": run.outcome.value,
+        "message": run.message,
+        "took_ms": run.took_ms,
+        "node": run.node,
+        "output": run.output,
+    }
+
+
+def read_run(data: dict[str, Any]) -> Run:
+    return Run(
+        job_id=data["job_id"],
+        job_name=data["job_name"],
+        fire_id=data["fire_id"],
+        attempt=data["attempt"],
+        scheduled_for=_required_instant(data["scheduled_for"]),
+        started_at=_required_instant(data["started_at"]),
+        finished_at=_required_instant(data["finished_at"]),
+        outcome=Outcome(data["outcome"]),
+        message=data["message"],
+        took_ms=data["took_ms"],
+        node=data["node"],
+        output=data.get("output", ""),
+    )

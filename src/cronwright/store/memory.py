@@ -1,0 +1,141 @@
+"""The in-memory store: for tests and embedding. It keeps nothing across a restart (`memory_only`)."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from cronwright.errors import NameTaken, StoreError
+from cronwright.model import Job, Persistence, Run, State
+from cronwright.store.base import LEASE_TTL, NodeBeat
+
+
+class MemoryStore:
+    def __init__(self, run_history: int = 100) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[int, Job] = {}
+        self._deleted: dict[int, Job] = {}
+        self._runs: dict[int, deque[Run]] = defaultdict(lambda: deque(maxlen=run_history))
+        self._fires: set[tuple[int, str, int]] = set()
+        self._beats: dict[str, NodeBeat] = {}
+        self._next_id = 1
+
+    @property
+    def persistence(self) -> Persistence:
+        return Persistence.MEMORY_ONLY
+
+    @property
+    def description(self) -> str:
+        return "memory:"
+
+    def insert(self, job: Job) -> Job:
+        with self._lock:
+            if any(other.name == job.name for other in self._jobs.values()):
+                raise NameTaken(f"a job named '{job.name}' exists; choose another name or delete it first")
+            stored = job.evolve(id=self._next_id, version=1)
+            self._next_id += 1
+            self._jobs[stored.id] = stored
+            return stored
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        with self._lock:
+            keys = [(run.job_id, run.fire_id, run.attempt) for run in runs]
+            if len(set(keys)) < len(keys) or self._fires.intersection(keys):
+                raise StoreError(f"a run was recorded twice: {keys}")
+            written = []
+            for job in jobs:
+                current = self._jobs.get(job.id)
+                ok = current is not None and current.version == job.version
+                if ok:
+                    self._jobs[job.id] = job.evolve(version=job.version + 1)
+                written.append(ok)
+            for run in runs:
+                self._runs[run.job_id].appendleft(run)
+            self._fires.update(keys)
+            return written
+
+    def get(self, job_id: int) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def find(self, name: str) -> Job | None:
+        with self._lock:
+            return next((job for job in self._jobs.values() if job.name == name), None)
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        with self._lock:
+            rows = [(job, False) for job in self._jobs.values() if job.dedupe_key == key]
+            rows += [(job, True) for job in self._deleted.values() if job.dedupe_key == key]
+        return sorted(rows, key=lambda row: row[0].id)
+
+    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+        with self._lock:
+            found = [
+                job
+                for job in self._jobs.values()
+                if (state is None or job.state is state) and (target is None or job.target == target)
+            ]
+        return sorted(found, key=lambda job: job.name)
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        with self._lock:
+            waking = [(wake, job) for job in self._jobs.values() if (wake := job.wake_at()) is not None]
+        due = sorted(((wake, job.id, job) for wake, job in waking if wake <= now), key=lambda row: row[:2])
+        return [job for _, _, job in due[:limit]]
+
+    def next_wake(self) -> datetime | None:
+        with self._lock:
+            wakes = [wake for job in self._jobs.values() if (wake := job.wake_at()) is not None]
+        return min(wakes, default=None)
+
+    def delete(self, job_id: int) -> Job | None:
+        with self._lock:
+            job = self._jobs.pop(job_id, None)
+            if job is not None:
+                self._deleted[job_id] = job
+            return job
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+        with self._lock:
+            if job_id is not None:
+                return list(self._runs.get(job_id, ()))[:limit]
+            every = [run for runs in self._runs.values() for run in runs]
+        return sorted(every, key=lambda run: (run.finished_at, run.fire_id, run.attempt), reverse=True)[
+            :limit
+        ]
+
+    def beat(self, node: str, now: datetime) -> None:
+        with self._lock:
+            known = self._beats.get(node)
+            self._beats[node] = NodeBeat(node, now, known.started_at if known else now)
+
+    def forget(self, node: str) -> None:
+        with self._lock:
+            self._beats.pop(node, None)
+
+    def beats(self) -> list[NodeBeat]:
+        with self._lock:
+            return sorted(self._beats.values(), key=lambda beat: beat.beat_at, reverse=True)
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
+        with self._lock:
+            alive = {beat.node for beat in self._beats.values() if beat.beat_at > now - ttl}
+            return [
+                job
+                for job in self._jobs.values()
+                if job.state is State.RUNNING
+                and job.in_flight is not None
+                and job.in_flight.node is not None
+                and job.in_flight.node not in alive
+            ]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            counts = {state.value: 0 for state in State}
+            for job in self._jobs.values():
+                counts[job.state.value] += 1
+            return counts
+
+    def close(self) -> None:
+        pass

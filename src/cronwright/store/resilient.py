@@ -1,0 +1,226 @@
+"""A store wrapper that keeps jobs live in memory while their saves fail (DESIGN semantic 18).
+
+When a write of a job fails, the job as it should be stays in a pending overlay that every read sees,
+`job_persistence_failed` is emitted once for that job, and each later write (or `flush`) tries again.
+The first write of the job that succeeds emits `job_persistence_recovered`. A delete that fails leaves
+a tombstone: the job is hidden and never runs, and a retried delete by id finishes it.
+
+Claims are the exception: the node never runs an occurrence whose claim is not durable, since a
+restart could then claim it again. So `save` reports per job whether the write is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from cronwright.errors import StoreError
+from cronwright.events import Event, EventKind, EventSink
+from cronwright.model import Job, Persistence, Run, State
+from cronwright.store.base import LEASE_TTL, NodeBeat, Store
+
+log = logging.getLogger("cronwright.store")
+
+
+class Write(StrEnum):
+    DURABLE = "durable"  # on disk (or in the memory store, which is all it has)
+    KEPT = "kept"  # the store failed; the job lives in memory and the write will be tried again
+    LOST = "lost"  # another writer changed the row first, or a claim could not be made durable
+
+
+class ResilientStore:
+    def __init__(self, inner: Store, events: EventSink) -> None:
+        self.inner = inner
+        self._events = events
+        self._lock = threading.RLock()
+        self._pending: dict[int, Job] = {}
+        self._pending_runs: list[Run] = []
+        self._tombstones: dict[int, Job] = {}
+        self._failing: set[int] = set()
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    @property
+    def persistence(self) -> Persistence:
+        """`degraded` while anything waits in memory for a save, else the inner store's own."""
+        with self._lock:
+            if self._pending or self._pending_runs or self._tombstones:
+                return Persistence.DEGRADED
+        return self.inner.persistence
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
+
+    def insert(self, job: Job) -> Job:
+        return self.inner.insert(job)
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True) -> list[Write]:
+        """Writes like `Store.save`. If the store fails and `keep` is set, the jobs stay in memory.
+
+        Reads see a job kept in memory, and `persistence` says `degraded` until it is saved. Claims
+        pass `keep=False`: a claim that is not durable must not run.
+        """
+        with self._lock:
+            runs_to_write = [*self._pending_runs, *runs]
+            try:
+                written = self.inner.save(jobs, runs_to_write)
+            except StoreError as error:
+                if not keep:
+                    log.warning("a claim could not be saved, so it does not run: %s", error)
+                    return [Write.LOST] * len(jobs)
+                for job in jobs:
+                    self._keep(job, error)
+                self._pending_runs = runs_to_write
+                return [Write.KEPT] * len(jobs)
+            self._pending_runs = []
+            for job, ok in zip(jobs, written, strict=True):
+                if ok:
+                    self._recovered(job)
+            return [Write.DURABLE if ok else Write.LOST for ok in written]
+
+    def _keep(self, job: Job, error: StoreError) -> None:
+        self._pending[job.id] = job
+        if job.id not in self._failing:
+            self._failing.add(job.id)
+            cause = repr(error.__cause__ or error)[:120]
+            self._events.emit(
+                Event(
+                    EventKind.JOB_PERSISTENCE_FAILED,
+                    job.id,
+                    job.name,
+                    {"error": cause, "dedupe_key": job.dedupe_key},
+                )
+            )
+
+    def _recovered(self, job: Job) -> None:
+        self._pending.pop(job.id, None)
+        if job.id in self._failing:
+            self._failing.discard(job.id)
+            self._events.emit(Event(EventKind.JOB_PERSISTENCE_RECOVERED, job.id, job.name, {}))
+
+    def flush(self) -> None:
+        """Tries again every write that waits in memory."""
+        with self._lock:
+            for job_id in list(self._tombstones):
+                self.delete(job_id)
+            pending = list(self._pending.values())
+            if pending or self._pending_runs:
+                written = self.save(pending)
+                for job, outcome in zip(pending, written, strict=True):
+                    if outcome is Write.LOST and job.id in self._pending and self._stale(job):
+                        # The row moved on without us (another writer); the stored row is the truth.
+                        self._recovered(job)
+
+    def _stale(self, job: Job) -> bool:
+        try:
+            stored = self.inner.get(job.id)
+        except StoreError:
+            return False
+        return stored is None or stored.version != job.version
+
+    def delete(self, job_id: int) -> tuple[Job | None, Persistence]:
+        """Deletes a job; on a failed write, leaves a tombstone and answers `degraded`."""
+        with self._lock:
+            known = self._tombstones.get(job_id) or self.get(job_id)
+            try:
+                gone = self.inner.delete(job_id)
+            except StoreError as error:
+                if known is None:
+                    raise
+                self._tombstones[job_id] = known
+                self._pending.pop(job_id, None)
+                self._keep_tombstone(known, error)
+                return known, Persistence.DEGRADED
+            self._pending.pop(job_id, None)
+            tomb = self._tombstones.pop(job_id, None)
+            if tomb is not None:
+                self._recovered(tomb)
+            return gone or tomb, self.inner.persistence
+
+    def _keep_tombstone(self, job: Job, error: StoreError) -> None:
+        if job.id not in self._failing:
+            self._failing.add(job.id)
+            self._events.emit(
+                Event(
+                    EventKind.JOB_PERSISTENCE_FAILED, job.id, job.name, {"error": repr(error.__cause__)[:120]}
+                )
+            )
+
+    # --- reads see the overlay ------------------------------------------------------------------
+
+    def _overlay(self, job: Job | None) -> Job | None:
+        if job is None or job.id in self._tombstones:
+            return None
+        return self._pending.get(job.id, job)
+
+    def get(self, job_id: int) -> Job | None:
+        with self._lock:
+            if job_id in self._tombstones:
+                return None
+            if job_id in self._pending:
+                return self._pending[job_id]
+        return self.inner.get(job_id)
+
+    def find(self, name: str) -> Job | None:
+        with self._lock:
+            for job in self._pending.values():
+                if job.name == name:
+                    return job
+            return self._overlay(self.inner.find(name))
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        rows = self.inner.with_dedupe_key(key)
+        with self._lock:
+            return [
+                (self._pending.get(job.id, job), deleted or job.id in self._tombstones)
+                for job, deleted in rows
+            ]
+
+    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+        with self._lock:
+            found = [self._overlay(job) for job in self.inner.jobs(None, target)]
+            return [job for job in found if job is not None and (state is None or job.state is state)]
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        with self._lock:
+            due = [job for job in map(self._overlay, self.inner.due(now, limit)) if job is not None]
+            seen = {job.id for job in due}
+            for job in self._pending.values():
+                wake = job.wake_at()
+                if job.id not in seen and wake is not None and wake <= now:
+                    due.append(job)
+            return [job for job in due if (wake := job.wake_at()) is not None and wake <= now]
+
+    def next_wake(self) -> datetime | None:
+        with self._lock:
+            wakes = [wake for job in self._pending.values() if (wake := job.wake_at()) is not None]
+        stored = self.inner.next_wake()
+        return min([*wakes, *([stored] if stored else [])], default=None)
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+        with self._lock:
+            waiting = [run for run in self._pending_runs if job_id is None or run.job_id == job_id]
+        stored = self.inner.runs(job_id, limit)
+        return sorted([*waiting, *stored], key=lambda run: run.finished_at, reverse=True)[:limit]
+
+    def beat(self, node: str, now: datetime) -> None:
+        self.inner.beat(node, now)
+
+    def forget(self, node: str) -> None:
+        self.inner.forget(node)
+
+    def beats(self) -> list[NodeBeat]:
+        return self.inner.beats()
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
+        return [job for job in map(self._overlay, self.inner.orphans(now, ttl)) if job is not None]
+
+    def counts(self) -> dict[str, int]:
+        return self.inner.counts()
+
+    def close(self) -> None:
+        self.inner.close()

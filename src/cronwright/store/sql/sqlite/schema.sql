@@ -1,0 +1,62 @@
+-- The fresh cronwright schema for SQLite. A new store is created from this file; an older store is
+-- brought here by the numbered files in migrations/. A test proves that both roads end in the same
+-- schema, so a change goes into both: a new migration, and this file.
+--
+-- Jobs keep their full record as codec JSON in `data`; the other columns are copies that the store
+-- filters, orders and indexes on. `id` and `version` live in columns only, so the JSON never
+-- disagrees with them.
+
+CREATE TABLE jobs (
+    -- AUTOINCREMENT so that the id of a deleted job is never handed out again: a late run or a stale
+    -- reply naming that id must never reach a newer job.
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    -- Deleted rows stay, for `once` dedupe and for the history; they are never read as jobs again.
+    deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1)),
+    dedupe_key TEXT,
+    target TEXT NOT NULL,
+    -- Job.wake_at() as integer microseconds since the epoch (UTC), so it sorts and compares as a number.
+    wake_at INTEGER,
+    -- The node that runs the job's current attempt, if any: what a lease covers.
+    flight_node TEXT,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL
+) STRICT;
+
+-- The name is unique among live rows only, so a name is free again once its job is deleted, and a
+-- concurrent insert of the same name fails inside the database, atomically.
+CREATE UNIQUE INDEX jobs_live_name ON jobs (name) WHERE NOT deleted;
+
+-- A scheduling pass reads only the jobs that are due: O(log n + due), whatever the number not due.
+CREATE INDEX jobs_wake ON jobs (wake_at, id) WHERE NOT deleted AND wake_at IS NOT NULL;
+
+CREATE INDEX jobs_dedupe_key ON jobs (dedupe_key, id) WHERE dedupe_key IS NOT NULL;
+
+CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
+
+-- Orphan detection looks at jobs held by a node, never at the whole table.
+CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
+
+CREATE TABLE runs (
+    -- Insertion order, the tie-break for runs that finished at the same instant.
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    -- No foreign key: a run outlives its job's deletion, and its job row is never removed anyway.
+    job_id INTEGER NOT NULL,
+    fire_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    -- Two rows with one key would be one attempt run twice: the database refuses the second.
+    UNIQUE (job_id, fire_id, attempt)
+) STRICT;
+
+CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
+
+CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+CREATE TABLE nodes (
+    node TEXT PRIMARY KEY,
+    beat_at INTEGER NOT NULL,
+    started_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;

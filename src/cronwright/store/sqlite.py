@@ -1,0 +1,540 @@
+"""The SQLite store: one file on one host, durable, shared safely by every process that opens it.
+
+Durability: WAL with `synchronous=FULL`, so a write is on disk when its method returns (semantic 18).
+Atomicity: one transaction per method; writes take the write lock up front (`BEGIN IMMEDIATE`), so a
+compare-and-swap and its run inserts are one atomic step across processes, and a second process waits
+(`busy_timeout`) instead of failing.
+
+Threads: one connection, guarded by one lock. SQLite serializes writers anyway and every read here is
+short, so a connection per thread would buy little, would leak with threads that come and go, and
+`close()` could not reach it.
+
+Safety of foreign files: an existing file is first checked by reading its header bytes, before SQLite
+opens it, so a file that is not a cronwright store (another application's database, random bytes) is
+refused with StoreCorrupt and left byte for byte as it was, with no -wal or -shm beside it. A new store
+is built in a temporary file and linked into place complete, so no process ever sees a half-made one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from cronwright.errors import NameTaken, StoreCorrupt, StoreError
+from cronwright.model import Job, Persistence, Run, State
+from cronwright.store.base import LEASE_TTL, NodeBeat
+from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
+
+# PRAGMA application_id: "CrWt". It marks a file as a cronwright store, so another application's
+# database is never taken for one (and never migrated).
+APPLICATION_ID = int.from_bytes(b"CrWt", "big")
+
+_MAGIC = b"SQLite format 3\x00"
+_BUSY_TIMEOUT = 30.0
+
+_JOB_COLUMNS = "id, version, data"
+_INSERT_JOB = (
+    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data)"
+    " VALUES (?, ?, ?, ?, ?, ?, 1, ?)"
+)
+# The compare-and-swap: the row is written only if nobody wrote it since the caller read it.
+_SAVE_JOB = (
+    "UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, flight_node = ?,"
+    " data = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
+)
+_INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
+_PRUNE_RUNS = (
+    "DELETE FROM runs WHERE job_id = ? AND seq NOT IN"
+    " (SELECT seq FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?)"
+)
+
+
+def _sql_dir() -> Traversable:
+    return resources.files("cronwright.store").joinpath("sql", "sqlite")
+
+
+@cache
+def schema_sql() -> str:
+    """The fresh schema, as in `sql/sqlite/schema.sql`."""
+    text: str = _sql_dir().joinpath("schema.sql").read_text(encoding="utf-8")
+    return text
+
+
+@cache
+def migrations() -> tuple[tuple[int, str], ...]:
+    """The numbered migrations as (version, sql), from 1 up, with no gap (a gap is a packaging error)."""
+    found = sorted(
+        (int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
+        for entry in _sql_dir().joinpath("migrations").iterdir()
+        if entry.name.endswith(".sql")
+    )
+    numbers = [number for number, _ in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise StoreError(f"the SQLite migrations are not numbered 1..n without gaps: {numbers}")
+    return tuple(found)
+
+
+def schema_version() -> int:
+    """The schema version this code writes: the number of the last migration."""
+    return len(migrations())
+
+
+def statements(script: str) -> list[str]:
+    """Splits a SQL script into statements, so each runs inside the caller's transaction.
+
+    `executescript` would commit any open transaction first, which is exactly what a migration must
+    not do: the version check and the migration it decides on have to be one transaction.
+    """
+    found: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            found.append(pending.strip())
+            pending = ""
+    rest = "".join(line for line in pending.splitlines() if not line.strip().startswith("--"))
+    if rest.strip():
+        raise StoreError(f"a SQL script ends with an unfinished statement: {rest.strip()[:80]!r}")
+    return found
+
+
+class SqliteStore:
+    def __init__(
+        self, path: str | Path, run_history: int = 100, *, busy_timeout: float = _BUSY_TIMEOUT
+    ) -> None:
+        if run_history < 0:
+            raise ValueError(f"run_history must be 0 or more, not {run_history}")
+        self._path = Path(path).expanduser().absolute()
+        self._run_history = run_history
+        self._lock = threading.Lock()
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._path.exists():
+                self._create()
+        except OSError as err:
+            raise StoreError(f"cannot create the store {self._path}: {err}") from err
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot create the store {self._path}: {err}") from err
+        self._check_header()
+        self._conn: sqlite3.Connection | None = self._open(busy_timeout)
+
+    @property
+    def persistence(self) -> Persistence:
+        return Persistence.PERSISTED
+
+    @property
+    def description(self) -> str:
+        return f"sqlite:///{self._path}"
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        """Builds a complete store in a temporary file and links it into place.
+
+        A crash part-way leaves only a temporary file, never a half-made store at the path. When two
+        processes create at once, the first link wins and the other simply opens that one.
+        """
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{self._path.name}.", suffix=".new", dir=self._path.parent
+        )
+        os.close(handle)
+        try:
+            connection = sqlite3.connect(temporary, isolation_level=None)
+            try:
+                connection.execute("PRAGMA synchronous = FULL")
+                connection.execute("BEGIN IMMEDIATE")
+                # The marker goes in before WAL is on, so it is in the file's header bytes, where the
+                # next open reads it without SQLite.
+                connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                for statement in statements(schema_sql()):
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {schema_version()}")
+                connection.execute("COMMIT")
+                connection.execute("PRAGMA journal_mode = WAL")
+            finally:
+                connection.close()
+            _fsync(Path(temporary))
+            _link(Path(temporary), self._path)
+            _fsync(self._path.parent)
+        finally:
+            for leftover in ("", "-journal", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary + leftover)
+
+    def _check_header(self) -> None:
+        """Refuses a file that is not a cronwright store by its header bytes, before SQLite opens it."""
+        try:
+            with self._path.open("rb") as file:
+                header = file.read(100)
+        except OSError as err:
+            raise StoreError(f"cannot read the store {self._path}: {err}") from err
+        untouched = "It was left untouched; move it away, or point the store at another path."
+        if len(header) < 100 or not header.startswith(_MAGIC):
+            raise StoreCorrupt(
+                f"{self._path} is not a cronwright store: it is not a SQLite database, or it is damaged."
+                f" {untouched}"
+            )
+        application = int.from_bytes(header[68:72], "big", signed=True)
+        if application != APPLICATION_ID:
+            raise StoreCorrupt(
+                f"{self._path} is not a cronwright store: it is a SQLite database of another application"
+                f" (application_id {application:#x}). {untouched}"
+            )
+        # user_version only grows, and the WAL can only hold a newer one, so the header's is a safe
+        # early refusal; `_migrate` checks again under the write lock.
+        self._refuse_newer(int.from_bytes(header[60:64], "big", signed=True))
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > schema_version():
+            raise StoreError(
+                f"{self._path} has schema version {version}, newer than this cronwright knows"
+                f" ({schema_version()}): it was written by a later release. Upgrade cronwright to open it;"
+                " it was left untouched."
+            )
+
+    def _open(self, busy_timeout: float) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: the driver opens no transaction of its own; each method opens one.
+            connection = sqlite3.connect(
+                self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as err:
+            raise self._open_error(err) from err
+        try:
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StoreError(f"{self._path} could not be switched to WAL (journal_mode is {mode})")
+            connection.execute("PRAGMA synchronous = FULL")
+            self._migrate(connection)
+        except sqlite3.Error as err:
+            connection.close()
+            raise self._open_error(err) from err
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            application = connection.execute("PRAGMA application_id").fetchone()[0]
+            if application != APPLICATION_ID:
+                raise StoreCorrupt(
+                    f"{self._path} is not a cronwright store (application_id {application:#x})"
+                )
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            self._refuse_newer(version)
+            for number, script in migrations()[version:]:
+                for statement in statements(script):
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {number}")
+            # Reading the schema parses it, so a damaged first page shows here and not at the first write;
+            # and a file stamped as a store but missing its tables is refused rather than half used.
+            tables = {
+                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            missing = sorted({"jobs", "runs", "nodes"} - tables)
+            if missing:
+                raise StoreCorrupt(f"{self._path} is damaged: its tables {', '.join(missing)} are missing")
+            connection.execute("COMMIT")
+        except BaseException:
+            _rollback(connection)
+            raise
+
+    def _open_error(self, err: sqlite3.Error) -> StoreError:
+        if _damaged(err):
+            return StoreCorrupt(f"{self._path} is damaged and cannot be opened as a cronwright store: {err}")
+        return StoreError(f"cannot open the store {self._path}: {err}")
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction, under the lock; any driver error becomes StoreError and rolls it all back."""
+        with self._lock:
+            connection = self._conn
+            if connection is None:
+                raise StoreError(f"the store {self._path} is closed")
+            try:
+                # IMMEDIATE takes the write lock before the first read, so a read-then-write is atomic
+                # across processes, and a busy database is waited for here rather than failing mid-way.
+                connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                yield connection
+                connection.execute("COMMIT")
+            except sqlite3.Error as err:
+                _rollback(connection)
+                if _damaged(err):
+                    raise StoreCorrupt(f"the store {self._path} is damaged: {err}") from err
+                raise StoreError(f"the store {self._path} failed: {err}") from err
+            except BaseException:
+                _rollback(connection)
+                raise
+
+    def _read_job(self, row: sqlite3.Row | tuple[Any, ...]) -> Job:
+        job_id, version, data = row[0], row[1], row[2]
+        try:
+            record = json.loads(data)
+            record["id"], record["version"] = job_id, version
+            return read_job(record)
+        except Exception as err:  # whatever the codec or a schedule's own check raises: the row is bad
+            raise StoreCorrupt(f"job {job_id} in {self._path} cannot be read: {err!r}") from err
+
+    def _read_run(self, data: str) -> Run:
+        try:
+            return read_run(json.loads(data))
+        except Exception as err:  # whatever the codec raises: the row is bad
+            raise StoreCorrupt(f"a run in {self._path} cannot be read: {err!r}") from err
+
+    # -- jobs --------------------------------------------------------------------------------------
+
+    def insert(self, job: Job) -> Job:
+        columns = _job_columns(job)
+        with self._transaction(write=True) as connection:
+            try:
+                cursor = connection.execute(_INSERT_JOB, columns)
+            except sqlite3.IntegrityError as err:
+                if _name_conflict(err):
+                    raise _name_taken(job) from err
+                raise
+            job_id = cursor.lastrowid
+        if job_id is None:  # pragma: no cover - an INSERT into a rowid table always has one
+            raise StoreError("the database assigned no id to a new job")
+        return job.evolve(id=job_id, version=1)
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        # Encode first, so a value that cannot be stored fails before any transaction opens.
+        updates = [(*_job_columns(job), job.id, job.version) for job in jobs]
+        inserts = [
+            (run.job_id, run.fire_id, run.attempt, micros(run.finished_at), _encode(run_data(run)))
+            for run in runs
+        ]
+        with self._transaction(write=True) as connection:
+            written = []
+            for job, update in zip(jobs, updates, strict=True):
+                try:
+                    written.append(connection.execute(_SAVE_JOB, update).rowcount == 1)
+                except sqlite3.IntegrityError as err:
+                    # A rename onto a live job's name: the unique index refuses it, atomically.
+                    if _name_conflict(err):
+                        raise _name_taken(job) from err
+                    raise
+            for insert in inserts:
+                try:
+                    connection.execute(_INSERT_RUN, insert)
+                except sqlite3.IntegrityError as err:
+                    raise StoreError(
+                        f"job {insert[0]}'s occurrence {insert[1]!r} attempt {insert[2]} was recorded"
+                        " already: recording it again would be a double run, so nothing of this save"
+                        " was written"
+                    ) from err
+            for job_id in sorted({run.job_id for run in runs}):
+                connection.execute(_PRUNE_RUNS, (job_id, job_id, self._run_history))
+        return written
+
+    def get(self, job_id: int) -> Job | None:
+        with self._transaction(write=False) as connection:
+            row = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
+            ).fetchone()
+        return None if row is None else self._read_job(row)
+
+    def find(self, name: str) -> Job | None:
+        with self._transaction(write=False) as connection:
+            row = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE name = ? AND NOT deleted", (name,)
+            ).fetchone()
+        return None if row is None else self._read_job(row)
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT {_JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = ? ORDER BY id", (key,)
+            ).fetchall()
+        return [(self._read_job(row), bool(row[3])) for row in rows]
+
+    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+        query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
+        params: list[str] = []
+        if state is not None:
+            query += " AND state = ?"
+            params.append(state.value)
+        if target is not None:
+            query += " AND target = ?"
+            params.append(target)
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(query + " ORDER BY name", params).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
+        # the index from its start and stops at `now` or at `limit`.
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= ?"
+                " ORDER BY wake_at, id LIMIT ?",
+                (micros(now), max(limit, 0)),
+            ).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def next_wake(self) -> datetime | None:
+        with self._transaction(write=False) as connection:
+            (earliest,) = connection.execute(
+                "SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL"
+            ).fetchone()
+        return None if earliest is None else from_micros(earliest)
+
+    def delete(self, job_id: int) -> Job | None:
+        with self._transaction(write=True) as connection:
+            row = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ?", (job_id,))
+        return self._read_job(row)
+
+    # -- runs, beats, counts -----------------------------------------------------------------------
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+        with self._transaction(write=False) as connection:
+            if job_id is None:
+                rows = connection.execute(
+                    "SELECT data FROM runs ORDER BY finished_at DESC, seq DESC LIMIT ?", (max(limit, 0),)
+                ).fetchall()
+            else:
+                rows = connection.execute(
+                    "SELECT data FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?",
+                    (job_id, max(limit, 0)),
+                ).fetchall()
+        return [self._read_run(row[0]) for row in rows]
+
+    def beat(self, node: str, now: datetime) -> None:
+        with self._transaction(write=True) as connection:
+            connection.execute(
+                "INSERT INTO nodes (node, beat_at, started_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at",
+                (node, micros(now), micros(now)),
+            )
+
+    def forget(self, node: str) -> None:
+        with self._transaction(write=True) as connection:
+            connection.execute("DELETE FROM nodes WHERE node = ?", (node,))
+
+    def beats(self) -> list[NodeBeat]:
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                "SELECT node, beat_at, started_at FROM nodes ORDER BY beat_at DESC, node"
+            ).fetchall()
+        return [
+            NodeBeat(node, from_micros(beat_at), from_micros(started_at))
+            for node, beat_at, started_at in rows
+        ]
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs"
+                " WHERE NOT deleted AND flight_node IS NOT NULL AND state = ?"
+                " AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > ?) ORDER BY id",
+                (State.RUNNING.value, micros(now - ttl)),
+            ).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def counts(self) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        with self._transaction(write=False) as connection:
+            rows = connection.execute(
+                "SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state"
+            ).fetchall()
+        counts.update({state: number for state, number in rows})
+        return counts
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _job_columns(job: Job) -> tuple[Any, ...]:
+    record = job_data(job)
+    # id and version live in their columns only, so the JSON can never disagree with them.
+    del record["id"], record["version"]
+    node = job.in_flight.node if job.in_flight is not None else None
+    return (
+        job.name,
+        job.state.value,
+        job.dedupe_key,
+        job.target,
+        micros(job.wake_at()),
+        node,
+        _encode(record),
+    )
+
+
+def _encode(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+
+
+def _name_conflict(err: sqlite3.IntegrityError) -> bool:
+    return "jobs.name" in str(err)
+
+
+def _name_taken(job: Job) -> NameTaken:
+    return NameTaken(f"a job named '{job.name}' exists; choose another name or delete it first")
+
+
+def _damaged(err: sqlite3.Error) -> bool:
+    # The primary result code: the low byte of an extended one.
+    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    # After some errors (a full disk, an I/O error) SQLite has already rolled back on its own; after
+    # others the transaction is still open and would block every later write. Either way, end it.
+    if connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+
+
+def _link(source: Path, target: Path) -> None:
+    """Puts `source` at `target` unless something is there already (then the other creator won)."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        pass
+    except OSError:
+        # A file system without hard links: a rename is as atomic, but it would replace a store that
+        # another process linked in the meantime, so it is used only while the path is still free.
+        if not target.exists():
+            os.replace(source, target)
+
+
+def _fsync(path: Path) -> None:
+    """Flushes a file, or a folder's entries, to disk, so a new store survives a power cut once linked."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:  # some platforms cannot open a folder; the link is then as durable as they allow
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

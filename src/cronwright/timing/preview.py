@@ -1,0 +1,44 @@
+"""The next firings of a cron expression, as `preview` shows them: pure, so every front can share it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import islice
+from zoneinfo import ZoneInfo
+
+from cronwright.errors import Invalid
+from cronwright.timing.cron import CronExpression
+from cronwright.timing.iso import as_utc, render
+from cronwright.timing.zones import zone as named_zone
+
+MAX_COUNT = 1000
+
+
+def preview(
+    expression: object,
+    zone_name: str | None,
+    after: datetime,
+    count: int,
+    default_zone: ZoneInfo,
+) -> dict[str, object]:
+    """{"expression", "explanation", "tz", "firings"}: the next `count` firings after `after`, in the zone.
+
+    The firings are rendered in the zone to the second. There may be fewer than `count` if the expression
+    stops firing within the walk's reach (see cron.HORIZON).
+    """
+    # bool is an int to Python, but `count: true` is a mistake, not a 1.
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise Invalid(
+            "count", f"count must be a whole number from 1 to {MAX_COUNT}, not {type(count).__name__}"
+        )
+    if not 1 <= count <= MAX_COUNT:
+        raise Invalid("count", f"count {count} is out of range: ask for 1 to {MAX_COUNT} firings")
+    cron = CronExpression.parse(expression, field="expression")
+    zone = default_zone if zone_name is None else named_zone(zone_name, field="tz")
+    firings = [render(fired, zone) for fired in islice(cron.iter_after(as_utc(after), zone), count)]
+    return {
+        "expression": cron.text,
+        "explanation": cron.explain(),
+        "tz": str(zone),
+        "firings": firings,
+    }

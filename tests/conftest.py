@@ -1,0 +1,164 @@
+"""Shared test fixtures: a manual clock, a scriptable runner, and a node with its service on a real store."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from cronwright.allowlist import StaticAllowlist
+from cronwright.clock import ManualClock
+from cronwright.events import MemorySink
+from cronwright.model import Job, Occurrence, Outcome, Result
+from cronwright.node import Node, NodeSettings
+from cronwright.protocol import Protocol
+from cronwright.service import Limits, Service
+from cronwright.sources import operator
+from cronwright.store.base import Store
+from cronwright.store.memory import MemoryStore
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def at(text: str) -> datetime:
+    """A literal ISO instant with its offset."""
+    parsed = datetime.fromisoformat(text)
+    assert parsed.tzinfo is not None, "tests use aware instants only"
+    return parsed
+
+
+@dataclass
+class ScriptedRunner:
+    """Runs nothing: answers each attempt with the outcome scripted for its job, and remembers it.
+
+    A job whose name is in `hold` blocks until released, so a test can keep a run in flight without
+    sleeping.
+    """
+
+    outcomes: dict[str, list[Outcome]] = field(default_factory=dict)
+    calls: list[Occurrence] = field(default_factory=list)
+    hold: dict[str, threading.Event] = field(default_factory=dict)
+    started: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, job: Job, occurrence: Occurrence) -> Result:
+        with self.lock:
+            self.calls.append(occurrence)
+            script = self.outcomes.get(job.name)
+            outcome = script.pop(0) if script else Outcome.OK
+        self.started.set()
+        gate = self.hold.get(job.name)
+        if gate is not None:
+            gate.wait(30)
+        return Result(outcome, f"{outcome.value} for {occurrence.fire_id}", 1)
+
+    def close(self) -> None:
+        for gate in self.hold.values():
+            gate.set()
+
+    def fire_ids(self) -> list[str]:
+        return [call.fire_id for call in self.calls]
+
+
+ALLOWED = StaticAllowlist(
+    {
+        "reports": {"daily": {"type": "object"}, "weekly": {"type": "object"}},
+        "backup": {
+            "nightly": {
+                "type": "object",
+                "properties": {"dest": {"type": "string"}},
+                "required": ["dest"],
+            }
+        },
+    }
+)
+
+
+@dataclass
+class Harness:
+    clock: ManualClock
+    runner: ScriptedRunner
+    events: MemorySink
+    node: Node
+    service: Service
+    protocol: Protocol
+    raw_store: Store
+
+    def call(self, action: str, **fields: Any) -> dict[str, Any]:
+        reply = self.protocol.dispatch({"action": action, **fields}, operator())
+        return reply
+
+    def ok(self, action: str, **fields: Any) -> dict[str, Any]:
+        reply = self.call(action, **fields)
+        assert reply["ok"], reply
+        return reply
+
+    def create(self, name: str, schedule: dict[str, Any] | None = None, **job: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": name, "target": "reports", "action": "daily", **job}
+        if schedule is not None:
+            spec["schedule"] = schedule
+        return self.ok("create_job", job=spec)["job"]
+
+    def job(self, name: str) -> dict[str, Any]:
+        return self.ok("get", name=name)["job"]
+
+    def tick(self) -> dict[str, Any]:
+        """One pass at the clock's now, then wait for its runs (as `cronwright tick` does)."""
+        return self.ok("tick")
+
+    def restart(self, **settings: Any) -> Harness:
+        """A new node process on the same store (the old one is simply abandoned, as if it died)."""
+        return make_harness(self.raw_store, self.clock, ScriptedRunner(), **settings)
+
+
+def make_harness(
+    store: Store,
+    clock: ManualClock,
+    runner: ScriptedRunner | None = None,
+    zone: ZoneInfo = BERLIN,
+    grace: timedelta = timedelta(seconds=60),
+    max_concurrency: int = 16,
+    boot: bool = True,
+) -> Harness:
+    runner = runner or ScriptedRunner()
+    events = MemorySink()
+    node = Node(
+        store, runner, clock, events, NodeSettings(misfire_grace=grace, max_concurrency=max_concurrency)
+    )
+    service = Service(node, ALLOWED, Limits(zone, misfire_grace=grace))
+    harness = Harness(clock, runner, events, node, service, Protocol(service), store)
+    if boot:
+        node.boot()
+    return harness
+
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    if request.param == "memory":
+        return MemoryStore
+    from cronwright.store.sqlite import SqliteStore
+
+    return lambda: SqliteStore(tmp_path / "cronwright.db")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(at("2026-03-02T09:00:00+01:00"))
+
+
+@pytest.fixture
+def harness(clock: ManualClock, tmp_path: Path) -> Iterator[Harness]:
+    from cronwright.store.sqlite import SqliteStore
+
+    made = make_harness(SqliteStore(tmp_path / "cronwright.db"), clock)
+    yield made
+    made.runner.close()

@@ -1,0 +1,553 @@
+"""The one store test suite: every guarantee in `cronwright.store.base`, run against every backend.
+
+A backend joins by adding a case to `backend` below (a PostgreSQL case needs only an `open` that
+connects to a scratch database).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from cronwright.errors import NameTaken, StoreError
+from cronwright.model import (
+    AtSchedule,
+    CronSchedule,
+    EverySchedule,
+    InFlight,
+    Job,
+    LastRun,
+    Misfire,
+    Outcome,
+    PausedBy,
+    Persistence,
+    Run,
+    Schedule,
+    State,
+)
+from cronwright.store import MemoryStore, SqliteStore, Store
+from cronwright.timing.cron import CronExpression
+
+BERLIN = ZoneInfo("Europe/Berlin")
+T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
+NIGHTLY = CronSchedule(CronExpression.parse("0 3 * * *"), "Europe/Berlin")
+
+
+@dataclass
+class Backend:
+    """A backend under test. `open` gives a new handle; the handles of a `shared` backend see one storage."""
+
+    name: str
+    persistence: Persistence
+    shared: bool
+    opener: Callable[[int], Store]
+    opened: list[Store] = field(default_factory=list)
+
+    def open(self, run_history: int = 100) -> Store:
+        store = self.opener(run_history)
+        self.opened.append(store)
+        return store
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "memory":
+        made = Backend("memory", Persistence.MEMORY_ONLY, False, MemoryStore)
+    else:
+        path = tmp_path / "contract.db"
+        made = Backend("sqlite", Persistence.PERSISTED, True, lambda history: SqliteStore(path, history))
+    yield made
+    for store in made.opened:
+        store.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> Store:
+    return backend.open()
+
+
+def job(name: str = "nightly", **changes: object) -> Job:
+    """A fresh (not yet stored) cron job, due at T0 + 1h, with `changes` applied."""
+    made = Job(
+        id=0,
+        name=name,
+        target="backup",
+        action="nightly",
+        args={"dest": "/mnt/backups"},
+        schedule=NIGHTLY,
+        ends_at=T0 + timedelta(days=90),
+        created_at=T0,
+        updated_at=T0,
+        next_run_at=T0 + timedelta(hours=1),
+    )
+    return made.evolve(**changes)
+
+
+def run(job_id: int, fire_id: str, attempt: int = 1, finished: datetime = T0, name: str = "nightly") -> Run:
+    return Run(
+        job_id=job_id,
+        job_name=name,
+        fire_id=fire_id,
+        attempt=attempt,
+        scheduled_for=finished - timedelta(seconds=5),
+        started_at=finished - timedelta(seconds=4),
+        finished_at=finished,
+        outcome=Outcome.OK,
+        message="done",
+        took_ms=4000,
+        node="node-a",
+        output="42 files",
+    )
+
+
+def running(stored: Job, node: str | None, retry_at: datetime | None = None) -> Job:
+    """`stored` claimed by `node` (or, with node None, waiting for a retry at `retry_at`)."""
+    flight = InFlight("fire-1", T0, 1, T0, node, retry_at=retry_at)
+    return stored.evolve(state=State.RUNNING, in_flight=flight)
+
+
+def race(count: int, action: Callable[[int], object]) -> list[object]:
+    """Runs `action(i)` on `count` threads released at once; returns each result or the exception raised."""
+    barrier = threading.Barrier(count)
+    results: list[object] = [None] * count
+
+    def worker(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = action(index)
+        except Exception as err:
+            results[index] = err
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+# -- insert, get, find --------------------------------------------------------------------------
+
+
+def test_persistence_says_whether_the_backend_is_durable(backend: Backend, store: Store) -> None:
+    assert store.persistence is backend.persistence
+    assert store.description
+
+
+def test_insert_assigns_fresh_ids_and_version_one(store: Store) -> None:
+    first = store.insert(job("a", version=7))
+    second = store.insert(job("b", id=99))
+
+    assert first.version == 1 and second.version == 1
+    assert first.id != second.id and first.id > 0 and second.id > 0
+    assert store.get(first.id) == first
+    assert store.get(second.id) == second
+
+
+def test_get_and_find_answer_none_for_what_is_not_there(store: Store) -> None:
+    assert store.get(12345) is None
+    assert store.find("nobody") is None
+
+
+def test_find_reads_a_live_job_by_name(store: Store) -> None:
+    stored = store.insert(job("reports"))
+
+    assert store.find("reports") == stored
+
+
+def test_insert_of_a_live_name_raises_name_taken_and_writes_nothing(store: Store) -> None:
+    first = store.insert(job("nightly"))
+
+    with pytest.raises(NameTaken, match="nightly"):
+        store.insert(job("nightly", target="other"))
+
+    assert store.jobs() == [first]
+
+
+def test_racing_inserts_of_one_name_store_exactly_one(store: Store) -> None:
+    results = race(8, lambda index: store.insert(job("contested", args={"by": index})))
+
+    winners = [result for result in results if isinstance(result, Job)]
+    assert len(winners) == 1
+    assert all(isinstance(result, NameTaken) for result in results if result is not winners[0])
+    assert store.jobs() == winners
+
+
+def test_name_taken_holds_across_two_handles_of_one_store(backend: Backend) -> None:
+    if not backend.shared:
+        pytest.skip(f"{backend.name} handles do not share a storage")
+    one, two = backend.open(), backend.open()
+    one.insert(job("shared"))
+
+    with pytest.raises(NameTaken):
+        two.insert(job("shared"))
+    results = race(8, lambda index: (one if index % 2 else two).insert(job("raced")))
+
+    assert sum(isinstance(result, Job) for result in results) == 1
+    assert [found.name for found in two.jobs()] == ["raced", "shared"]
+
+
+# -- delete --------------------------------------------------------------------------------------
+
+
+def test_delete_returns_the_row_that_went_and_hides_it(store: Store) -> None:
+    stored = store.insert(job("doomed"))
+
+    assert store.delete(stored.id) == stored
+    assert store.get(stored.id) is None
+    assert store.find("doomed") is None
+    assert store.jobs() == []
+    assert store.delete(stored.id) is None
+    assert store.delete(12345) is None
+
+
+def test_delete_frees_the_name_but_never_the_id(store: Store) -> None:
+    first = store.insert(job("reused"))
+    store.delete(first.id)
+
+    second = store.insert(job("reused"))
+
+    assert second.id > first.id
+    assert store.find("reused") == second
+
+
+def test_delete_keeps_the_history_of_the_job(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([], [run(stored.id, "fire-1")])
+
+    store.delete(stored.id)
+
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["fire-1"]
+
+
+# -- save: compare-and-swap ----------------------------------------------------------------------
+
+
+def test_save_writes_the_read_version_and_stores_it_plus_one(store: Store) -> None:
+    stored = store.insert(job())
+    changed = stored.evolve(occurrences=1, next_run_at=T0 + timedelta(days=1))
+
+    assert store.save([changed]) == [True]
+    assert store.get(stored.id) == changed.evolve(version=2)
+
+
+def test_save_of_a_stale_version_writes_nothing(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([stored.evolve(occurrences=1)])
+
+    assert store.save([stored.evolve(occurrences=99, name="renamed")]) == [False]
+    current = store.get(stored.id)
+    assert current is not None
+    assert (current.occurrences, current.name, current.version) == (1, "nightly", 2)
+    assert store.find("renamed") is None
+
+
+def test_racing_saves_of_one_read_let_exactly_one_win(store: Store) -> None:
+    stored = store.insert(job())
+
+    results = race(8, lambda index: store.save([stored.evolve(occurrences=index)]))
+
+    assert sorted(results, key=str) == [[False]] * 7 + [[True]]
+    current = store.get(stored.id)
+    assert current is not None and current.version == 2
+
+
+def test_save_of_a_deleted_or_unknown_job_writes_nothing(store: Store) -> None:
+    stored = store.insert(job(dedupe_key="nightly-backup"))
+    store.delete(stored.id)
+
+    assert store.save([stored.evolve(occurrences=1), stored.evolve(id=12345)]) == [False, False]
+    assert store.get(stored.id) is None
+    assert store.get(12345) is None
+    assert store.with_dedupe_key("nightly-backup") == [(stored, True)]
+
+
+def test_save_answers_per_job(store: Store) -> None:
+    fresh = store.insert(job("fresh"))
+    stale = store.insert(job("stale"))
+    store.save([stale])
+
+    assert store.save([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)]) == [True, False]
+
+
+def test_save_appends_runs_even_when_the_job_write_fails(store: Store) -> None:
+    stored = store.insert(job())
+    store.delete(stored.id)
+
+    written = store.save([stored.evolve(state=State.DONE)], [run(stored.id, "fire-late")])
+
+    assert written == [False]
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["fire-late"]
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def test_runs_come_back_whole_and_newest_first(store: Store) -> None:
+    one = store.insert(job("one"))
+    two = store.insert(job("two"))
+    recorded = [
+        run(one.id, "f1", finished=T0),
+        run(two.id, "f2", finished=T0 + timedelta(minutes=1), name="two"),
+        run(one.id, "f3", finished=T0 + timedelta(minutes=2)),
+    ]
+    store.save([], recorded[:2])
+    store.save([], recorded[2:])
+
+    assert store.runs() == recorded[::-1]
+    assert store.runs(one.id) == [recorded[2], recorded[0]]
+    assert store.runs(limit=1) == [recorded[2]]
+    assert store.runs(12345) == []
+
+
+def test_retries_of_one_occurrence_are_separate_runs(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([], [run(stored.id, "f1", 1, T0), run(stored.id, "f1", 2, T0 + timedelta(seconds=30))])
+
+    assert [(kept.fire_id, kept.attempt) for kept in store.runs(stored.id)] == [("f1", 2), ("f1", 1)]
+
+
+def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Backend) -> None:
+    store = backend.open(run_history=3)
+    busy = store.insert(job("busy"))
+    quiet = store.insert(job("quiet"))
+    store.save([], [run(quiet.id, "q1", name="quiet")])
+
+    for minute in range(5):
+        store.save([], [run(busy.id, f"b{minute}", finished=T0 + timedelta(minutes=minute))])
+
+    assert [kept.fire_id for kept in store.runs(busy.id)] == ["b4", "b3", "b2"]
+    assert [kept.fire_id for kept in store.runs(quiet.id)] == ["q1"]
+
+
+def test_a_run_recorded_twice_in_one_save_fails_it_whole(store: Store) -> None:
+    stored = store.insert(job())
+    twice = [run(stored.id, "f1"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
+
+    with pytest.raises(StoreError):
+        store.save([stored.evolve(occurrences=1)], twice)
+
+    assert store.get(stored.id) == stored
+    assert store.runs(stored.id) == []
+
+
+def test_a_run_recorded_again_later_fails_that_save_whole(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([], [run(stored.id, "f1")])
+
+    again = [run(stored.id, "f2"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
+    with pytest.raises(StoreError):
+        store.save([stored.evolve(occurrences=1)], again)
+
+    assert store.get(stored.id) == stored
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["f1"]
+    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f2")]) == [True]
+
+
+# -- due and next_wake ---------------------------------------------------------------------------
+
+
+def test_due_reads_jobs_at_or_before_now_earliest_first(store: Store) -> None:
+    later = store.insert(job("later", next_run_at=T0 + timedelta(minutes=2)))
+    exact = store.insert(job("exact", next_run_at=T0))
+    early = store.insert(job("early", next_run_at=T0 - timedelta(minutes=5)))
+    tied = store.insert(job("tied", next_run_at=T0))
+    store.insert(job("future", next_run_at=T0 + timedelta(minutes=3)))
+
+    assert store.due(T0, 10) == [early, exact, tied]
+    assert store.due(T0, 2) == [early, exact]
+    assert store.due(T0 + timedelta(minutes=2), 10) == [early, exact, tied, later]
+    assert store.due(T0 - timedelta(hours=1), 10) == []
+
+
+def test_due_reads_each_state_by_its_wake_instant(store: Store) -> None:
+    ends = T0 + timedelta(days=1)
+    paused = store.insert(job("paused", state=State.PAUSED, paused_by=PausedBy.OPERATOR, ends_at=ends))
+    store.insert(job("done", state=State.DONE, next_run_at=None))
+    retrying = store.insert(job("retrying"))
+    retrying = running(retrying, None, retry_at=T0 + timedelta(minutes=1))
+    store.save([retrying])
+    held = store.insert(job("held", next_run_at=None))
+    store.save([running(held, "node-a")])
+    expiring = store.insert(job("expiring", next_run_at=None, ends_at=T0 + timedelta(minutes=2)))
+
+    assert [found.name for found in store.due(T0 + timedelta(minutes=1), 10)] == ["retrying"]
+    assert [found.name for found in store.due(ends, 10)] == ["retrying", "expiring", "paused"]
+    assert paused.wake_at() == ends and expiring.wake_at() == T0 + timedelta(minutes=2)
+
+
+def test_due_and_next_wake_leave_out_deleted_jobs(store: Store) -> None:
+    gone = store.insert(job("gone", next_run_at=T0 - timedelta(hours=1)))
+    kept = store.insert(job("kept", next_run_at=T0))
+    store.delete(gone.id)
+
+    assert store.due(T0, 10) == [kept]
+    assert store.next_wake() == T0
+
+
+def test_next_wake_is_the_earliest_wake_instant(store: Store) -> None:
+    assert store.next_wake() is None
+    store.insert(job("done", state=State.DONE, next_run_at=None))
+    assert store.next_wake() is None
+
+    first = store.insert(job("first", next_run_at=T0 + timedelta(minutes=5)))
+    store.insert(job("second", next_run_at=T0 + timedelta(minutes=9)))
+    assert store.next_wake() == T0 + timedelta(minutes=5)
+
+    store.save([first.evolve(next_run_at=T0 + timedelta(minutes=1))])
+    assert store.next_wake() == T0 + timedelta(minutes=1)
+
+
+# -- listing -------------------------------------------------------------------------------------
+
+
+def test_jobs_are_listed_by_name_and_filtered(store: Store) -> None:
+    charlie = store.insert(job("charlie", state=State.PAUSED, paused_by=PausedBy.OPERATOR))
+    alpha = store.insert(job("alpha", target="reports", action="daily"))
+    bravo = store.insert(job("bravo"))
+    gone = store.insert(job("aaa-gone"))
+    store.delete(gone.id)
+
+    assert store.jobs() == [alpha, bravo, charlie]
+    assert store.jobs(state=State.ACTIVE) == [alpha, bravo]
+    assert store.jobs(target="backup") == [bravo, charlie]
+    assert store.jobs(state=State.PAUSED, target="backup") == [charlie]
+    assert store.jobs(state=State.DONE) == []
+
+
+def test_with_dedupe_key_finds_every_row_deleted_ones_flagged(store: Store) -> None:
+    old = store.insert(job("old", dedupe_key="nightly-backup"))
+    store.delete(old.id)
+    new = store.insert(job("new", dedupe_key="nightly-backup"))
+    store.insert(job("other", dedupe_key="other-key"))
+    store.insert(job("plain"))
+
+    assert store.with_dedupe_key("nightly-backup") == [(old, True), (new, False)]
+    assert store.with_dedupe_key("missing") == []
+
+
+def test_counts_cover_every_state_and_skip_deleted_jobs(store: Store) -> None:
+    assert store.counts() == {state.value: 0 for state in State}
+    store.insert(job("a"))
+    store.insert(job("b"))
+    store.insert(job("c", state=State.EXPIRED, next_run_at=None))
+    gone = store.insert(job("d"))
+    store.delete(gone.id)
+
+    assert store.counts() == {**{state.value: 0 for state in State}, "active": 2, "expired": 1}
+
+
+# -- beats and orphans ---------------------------------------------------------------------------
+
+
+def test_beats_renew_a_node_and_keep_its_start(store: Store) -> None:
+    store.beat("node-a", T0)
+    store.beat("node-b", T0 + timedelta(seconds=5))
+    store.beat("node-a", T0 + timedelta(seconds=10))
+
+    beats = store.beats()
+    assert [(beat.node, beat.beat_at, beat.started_at) for beat in beats] == [
+        ("node-a", T0 + timedelta(seconds=10), T0),
+        ("node-b", T0 + timedelta(seconds=5), T0 + timedelta(seconds=5)),
+    ]
+
+    store.forget("node-a")
+    store.forget("never-beat")
+    assert [beat.node for beat in store.beats()] == ["node-b"]
+
+
+def test_a_node_that_beat_within_the_ttl_is_never_orphaned(store: Store) -> None:
+    held = store.insert(job("held"))
+    store.save([running(held, "node-a")])
+    store.beat("node-a", T0)
+
+    assert store.orphans(T0 + timedelta(seconds=44), ttl=timedelta(seconds=45)) == []
+    assert store.orphans(T0 + timedelta(minutes=2), ttl=timedelta(minutes=5)) == []
+    store.beat("node-a", T0 + timedelta(minutes=10))
+    assert store.orphans(T0 + timedelta(minutes=10, seconds=30)) == []
+
+
+def test_a_node_that_stopped_beating_leaves_its_runs_orphaned(store: Store) -> None:
+    dead = store.insert(job("dead"))
+    alive = store.insert(job("alive"))
+    never = store.insert(job("never"))
+    store.save([running(dead, "node-dead"), running(alive, "node-alive"), running(never, "node-never")])
+    store.beat("node-dead", T0)
+    store.beat("node-alive", T0 + timedelta(minutes=1))
+
+    orphans = store.orphans(T0 + timedelta(minutes=1), ttl=timedelta(seconds=45))
+
+    assert sorted(orphan.name for orphan in orphans) == ["dead", "never"]
+    assert {orphan.in_flight.node for orphan in orphans if orphan.in_flight} == {"node-dead", "node-never"}
+
+
+def test_only_running_jobs_held_by_a_node_can_be_orphans(store: Store) -> None:
+    waiting = store.insert(job("waiting"))
+    store.save([running(waiting, None, retry_at=T0 + timedelta(minutes=1))])
+    store.insert(job("idle"))
+    gone = store.insert(job("gone"))
+    store.save([running(gone, "node-dead")])
+    store.delete(gone.id)
+
+    assert store.orphans(T0 + timedelta(hours=1)) == []
+
+
+# -- fidelity ------------------------------------------------------------------------------------
+
+
+SCHEDULES: dict[str, Schedule] = {
+    "cron": NIGHTLY,
+    "every": EverySchedule(timedelta(minutes=5, milliseconds=250)),
+    "at": AtSchedule(datetime(2026, 3, 3, 10, 30, 0, 123456, tzinfo=BERLIN)),
+}
+
+
+@pytest.mark.parametrize("kind", SCHEDULES)
+def test_a_job_with_every_field_set_round_trips(store: Store, kind: str) -> None:
+    # Every field differs from its default; the combination is about fidelity, not a real life cycle.
+    # Berlin wall times away from any DST change: zone-aware values compare by instant there.
+    instant = datetime(2026, 3, 2, 10, 30, 0, 654321, tzinfo=BERLIN)
+    full = Job(
+        id=0,
+        name="füll-job",
+        target="backup",
+        action="nightly",
+        args={"dest": "/mnt/backups", "count": 3, "ratio": 0.5, "flags": [True, None], "deep": {"ü": "x"}},
+        schedule=SCHEDULES[kind],
+        ends_at=instant + timedelta(days=30),
+        created_at=instant - timedelta(days=1),
+        updated_at=instant,
+        created_by="agent",
+        state=State.RUNNING,
+        paused_by=PausedBy.BREAKER,
+        next_run_at=instant + timedelta(hours=1),
+        last_run=LastRun("fire-0", instant - timedelta(hours=1), 2, Outcome.TIMEOUT, "took too long", 61_000),
+        consecutive_failures=2,
+        skipped_overlap=4,
+        skipped_misfire=5,
+        misfire=Misfire.COALESCE,
+        max_attempts=3,
+        retry_backoff_ms=2500,
+        breaker_threshold=7,
+        dedupe_key="full-key",
+        once=True,
+        origin={"source": "agent", "session": 17, "score": 0.25, "trusted": False, "ticket": None},
+        in_flight=InFlight("fire-1", instant, 2, instant + timedelta(seconds=1), "node-a", True, instant),
+        occurrences=11,
+        version=5,
+    )
+
+    stored = store.insert(full)
+    assert stored == full.evolve(id=stored.id, version=1)
+    assert store.get(stored.id) == stored
+
+    changed = stored.evolve(in_flight=None, state=State.PAUSED, args={"dest": "/elsewhere"})
+    store.save([changed])
+    assert store.get(stored.id) == changed.evolve(version=2)
+    assert store.with_dedupe_key("full-key") == [(changed.evolve(version=2), False)]
