@@ -141,6 +141,11 @@ class ResilientStore:
                 self._recovered(tomb)
             return gone or tomb, self.inner.persistence
 
+    def tombstone(self, job_id: object) -> Job | None:
+        """The job a failed delete left behind, if `job_id` names one."""
+        with self._lock:
+            return self._tombstones.get(job_id) if isinstance(job_id, int) else None
+
     def _keep_tombstone(self, job: Job, error: StoreError) -> None:
         if job.id not in self._failing:
             self._failing.add(job.id)

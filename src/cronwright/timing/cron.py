@@ -282,6 +282,69 @@ def _problem(text: str) -> str | None:
     return None
 
 
+# -- offset changes that trip cronsim's real-time walk -----------------------------------------
+
+
+def _is_fixed_time(text: str) -> bool:
+    """cronsim's (and cronie's) test for the DST fix-up: 5 fields, minute and hour not starting with '*'."""
+    parts = text.split()
+    return len(parts) == 5 and not parts[0].startswith("*") and not parts[1].startswith("*")
+
+
+_HOUR = timedelta(hours=1)
+_DAY = timedelta(days=1)
+
+
+def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
+    return instant.astimezone(zone).utcoffset() or timedelta(0)
+
+
+@lru_cache(maxsize=4096)
+def _odd_changes(zone: ZoneInfo, year: int) -> tuple[datetime, ...]:
+    """The instants of UTC year `year` at which `zone` changes its offset by other than whole hours."""
+    if not 1 < year < 9999:
+        return ()
+    # zoneinfo does not publish its transitions, so sample the offset daily and bisect each change to the
+    # second. Two changes less than a day apart that cancel out would go unseen; no zone has had one lately.
+    here = datetime(year, 1, 1, tzinfo=UTC)
+    end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    before = _offset(here, zone)
+    found: list[datetime] = []
+    while here < end:
+        step = min(here + _DAY, end)
+        after = _offset(step, zone)
+        if after != before:
+            low, high = here, step
+            while high - low > _SECOND:
+                mid = low + ((high - low) // _SECOND // 2) * _SECOND
+                if _offset(mid, zone) == before:
+                    low = mid
+                else:
+                    high = mid
+            if (after - before) % _HOUR:
+                found.append(high)
+        here, before = step, after
+    return tuple(found)
+
+
+def _odd_change_between(template: CronSim, zone: ZoneInfo, start: datetime, end: datetime) -> datetime | None:
+    """The first odd offset change strictly between `start` and `end` near which the expression could fire."""
+    for year in range(start.year, end.year + 1):
+        for change in _odd_changes(zone, year):
+            if start < change < end and _could_fire_near(template, change, zone):
+                return change
+    return None
+
+
+def _could_fire_near(template: CronSim, change: datetime, zone: ZoneInfo) -> bool:
+    # A stumble can only skip firings within a day or so after the change (until cronsim next re-aligns on a
+    # new hour or day), and only on days the expression allows. Checking them spares rare expressions
+    # ("* * * 2 1#5") a restart at every Lord Howe change in the decades between their firings.
+    local = change.astimezone(zone).date()
+    days = (local + offset * _DAY for offset in range(-1, 3))
+    return any(day.month in template.months and template.match_day(day) for day in days)
+
+
 # -- the expression --------------------------------------------------------------------------------
 
 
@@ -335,11 +398,18 @@ class CronExpression:
             limit = start + HORIZON
         except OverflowError:
             limit = datetime.max.replace(tzinfo=UTC)
+        # cronsim walks a wildcard expression in real time, jumping up to an hour at once and re-reading the
+        # wall clock after each jump. Across an offset change that is not a whole number of hours (Lord Howe's
+        # 30 minutes) a jump lands on the wrong minute and can step over firings, such as the second 01:45 of
+        # "45 * * * *". The walk is right between such changes, so it is restarted at each one it crosses.
+        walks_real_time = not _is_fixed_time(self.text)
+        template = CronSim(self.text, _REFERENCE)
         try:
             sim = CronSim(self.text, start.astimezone(zone))
         except OverflowError:
             return
         last = start
+        trusted_from = start
         skipped = 0
         while True:
             try:
@@ -353,10 +423,19 @@ class CronExpression:
                 if skipped > _MAX_SKIPPED:
                     return
                 continue
+            if walks_real_time:
+                crossed = _odd_change_between(template, zone, trusted_from, fired)
+                if crossed is not None:
+                    try:
+                        sim = CronSim(self.text, (crossed - _MICRO).astimezone(zone))
+                    except OverflowError:
+                        return
+                    trusted_from = crossed
+                    continue
             if fired > limit:
                 return
             skipped = 0
-            last = fired
+            last = trusted_from = fired
             yield fired
 
     def next_after(self, after: datetime, zone: ZoneInfo) -> datetime | None:

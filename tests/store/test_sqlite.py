@@ -1,0 +1,443 @@
+"""What only the SQLite store promises: its schema, durability, refusals, and safety across processes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import multiprocessing
+import random
+import re
+import resource
+import signal
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from cronwright.errors import ConfigError, NameTaken, StoreCorrupt, StoreError
+from cronwright.model import EverySchedule, Job, Outcome, Run
+from cronwright.store import MemoryStore, SqliteStore, open_store
+from cronwright.store.sqlite import APPLICATION_ID, schema_version
+
+T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
+Result = TypeVar("Result")
+
+
+def job(name: str = "every-5m", **changes: object) -> Job:
+    made = Job(
+        id=0,
+        name=name,
+        target="reports",
+        action="daily",
+        args={},
+        schedule=EverySchedule(timedelta(minutes=5)),
+        ends_at=T0 + timedelta(days=30),
+        created_at=T0,
+        updated_at=T0,
+        next_run_at=T0,
+    )
+    return made.evolve(**changes)
+
+
+def run(job_id: int, fire_id: str) -> Run:
+    return Run(job_id, "every-5m", fire_id, 1, T0, T0, T0, Outcome.OK, "", 0, "node-a")
+
+
+def connection_of(store: SqliteStore) -> sqlite3.Connection:
+    """The store's own connection: per-connection settings can only be read, or broken, through it."""
+    connection = store._conn
+    assert connection is not None
+    return connection
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "cronwright.db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(path)
+    yield opened
+    opened.close()
+
+
+def digest(file: Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
+
+
+def siblings(file: Path) -> list[str]:
+    return sorted(entry.name for entry in file.parent.iterdir())
+
+
+# -- schema --------------------------------------------------------------------------------------
+
+
+def schema_of(file: Path) -> list[tuple[str, str, str]]:
+    """sqlite_master with comments and layout taken out of the SQL, so only the meaning is compared."""
+    with sqlite3.connect(file) as connection:
+        rows = connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+    connection.close()
+    return [(kind, name, " ".join(re.sub(r"--[^\n]*", "", sql or "").split())) for kind, name, sql in rows]
+
+
+def stamped_empty_file(file: Path, version: int = 0) -> None:
+    """A file marked as a cronwright store at `version`, with no tables: what an old release left behind."""
+    connection = sqlite3.connect(file)
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute(f"PRAGMA user_version = {version}")
+    connection.close()
+
+
+def test_replayed_migrations_build_exactly_the_fresh_schema(tmp_path: Path) -> None:
+    migrated, fresh = tmp_path / "migrated.db", tmp_path / "fresh.db"
+    stamped_empty_file(migrated)
+
+    SqliteStore(migrated).close()
+    SqliteStore(fresh).close()
+
+    assert schema_of(migrated) == schema_of(fresh)
+    assert [name for kind, name, _ in schema_of(fresh) if kind == "table"] == [
+        "jobs",
+        "nodes",
+        "runs",
+        "sqlite_sequence",
+    ]
+    for file in (migrated, fresh):
+        with sqlite3.connect(file) as connection:
+            stamps = connection.execute("SELECT * FROM pragma_user_version, pragma_application_id").fetchone()
+        connection.close()
+        assert stamps == (schema_version(), APPLICATION_ID)
+
+
+def test_a_store_is_durable_and_waits_for_other_writers(store: SqliteStore) -> None:
+    connection = connection_of(store)
+
+    assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert connection.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    assert connection.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_the_parent_folders_are_created(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b" / "store.db"
+
+    SqliteStore(nested).close()
+
+    assert nested.is_file()
+
+
+def test_what_was_written_survives_a_reopen_and_ids_are_never_reused(path: Path) -> None:
+    first = SqliteStore(path)
+    kept = first.insert(job("kept"))
+    gone = first.insert(job("gone"))
+    first.delete(gone.id)
+    first.save([], [run(kept.id, "fire-1")])
+    first.close()
+
+    second = SqliteStore(path)
+    again = second.insert(job("gone"))
+    assert second.get(kept.id) == kept
+    assert [found.fire_id for found in second.runs()] == ["fire-1"]
+    assert again.id > gone.id
+    second.close()
+
+
+def test_racing_creators_of_one_new_file_share_one_store(path: Path) -> None:
+    barrier = threading.Barrier(6)
+    stores: list[SqliteStore] = []
+
+    def create() -> None:
+        barrier.wait()
+        stores.append(SqliteStore(path))
+
+    threads = [threading.Thread(target=create) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(stores) == 6
+    stores[0].insert(job())
+    assert all(len(store.jobs()) == 1 for store in stores)
+    for store in stores:
+        store.close()
+    assert siblings(path) == ["cronwright.db"]
+
+
+def test_the_due_pass_reads_through_the_wake_index(store: SqliteStore) -> None:
+    for number in range(50):
+        store.insert(job(f"job-{number:02}", next_run_at=T0 + timedelta(minutes=number)))
+    executed: list[str] = []
+    connection = connection_of(store)
+    connection.set_trace_callback(executed.append)
+    try:
+        store.due(T0, 10)
+        store.next_wake()
+    finally:
+        connection.set_trace_callback(None)
+
+    for query in [statement for statement in executed if statement.startswith("SELECT")]:
+        plan = " / ".join(row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "INDEX jobs_wake" in plan, (query, plan)
+        assert "SCAN jobs" not in plan, (query, plan)
+        assert "TEMP B-TREE" not in plan, (query, plan)
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+
+def foreign_database(file: Path) -> None:
+    connection = sqlite3.connect(file)
+    connection.execute("CREATE TABLE notes (body TEXT)")
+    connection.execute("INSERT INTO notes VALUES ('not yours')")
+    connection.commit()
+    connection.close()
+
+
+def foreign_database_with_its_own_id(file: Path) -> None:
+    connection = sqlite3.connect(file)
+    connection.execute("PRAGMA application_id = 1234")
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("CREATE TABLE jobs (id INTEGER PRIMARY KEY)")
+    connection.close()
+
+
+def random_bytes(file: Path) -> None:
+    file.write_bytes(random.Random(7).randbytes(8192))
+
+
+def forged_header(file: Path) -> None:
+    file.write_bytes(b"SQLite format 3\x00" + random.Random(7).randbytes(8176))
+
+
+def empty_file(file: Path) -> None:
+    file.write_bytes(b"")
+
+
+def newer_store(file: Path) -> None:
+    SqliteStore(file).close()
+    connection = sqlite3.connect(file)
+    connection.execute(f"PRAGMA user_version = {schema_version() + 1}")
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (foreign_database, StoreCorrupt, "another application"),
+        (foreign_database_with_its_own_id, StoreCorrupt, "application_id 0x4d2"),
+        (random_bytes, StoreCorrupt, "not a SQLite database"),
+        (forged_header, StoreCorrupt, "not a cronwright store"),
+        (empty_file, StoreCorrupt, "not a SQLite database"),
+        (newer_store, StoreError, "newer than this cronwright knows"),
+    ],
+)
+def test_a_file_that_is_not_a_usable_store_is_refused_and_left_untouched(
+    path: Path, make: Callable[[Path], None], error: type[StoreError], words: str
+) -> None:
+    make(path)
+    before, files = digest(path), siblings(path)
+
+    with pytest.raises(error, match=words) as refused:
+        SqliteStore(path)
+
+    assert str(path) in str(refused.value)
+    assert digest(path) == before
+    assert siblings(path) == files  # no -wal, -shm or -journal, and no half-made store beside it
+
+
+def test_a_stamped_file_without_its_tables_is_refused(path: Path) -> None:
+    stamped_empty_file(path, version=schema_version())
+
+    with pytest.raises(StoreCorrupt, match="jobs, nodes, runs are missing"):
+        SqliteStore(path)
+
+
+def test_a_store_with_damaged_pages_is_refused(path: Path) -> None:
+    SqliteStore(path).close()
+    damaged = bytearray(path.read_bytes())
+    damaged[100:4096] = random.Random(7).randbytes(3996)  # the schema page, after the header
+    path.write_bytes(bytes(damaged))
+
+    with pytest.raises(StoreCorrupt, match="damaged") as refused:
+        SqliteStore(path)
+
+    assert isinstance(refused.value.__cause__, sqlite3.DatabaseError)
+
+
+# -- failures of writes --------------------------------------------------------------------------
+
+
+def fail_every_file_write(action: Callable[[], Result]) -> Result | Exception:
+    """Runs `action` while every write to a file fails in the kernel (EFBIG), as on a full disk.
+
+    Tests run as root, and a root process writes a chmod-0444 file anyway, so a file-size limit of 0
+    is the fault that really bites. Nothing else may write meanwhile (pytest's capture files included),
+    so the outcome is returned, not asserted, inside.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel kills the process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))
+    try:
+        return action()
+    except Exception as err:
+        return err
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_a_failing_disk_fails_the_save_whole_and_the_store_recovers(store: SqliteStore) -> None:
+    stored = store.insert(job())
+
+    failed = fail_every_file_write(lambda: store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]))
+
+    assert isinstance(failed, StoreError)
+    assert isinstance(failed.__cause__, sqlite3.OperationalError)
+    assert store.get(stored.id) == stored
+    assert store.runs() == []
+    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]) == [True]
+    assert [found.fire_id for found in store.runs()] == ["f1"]
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        pytest.param(lambda store, stored: store.insert(job("another")), id="insert"),
+        pytest.param(lambda store, stored: store.save([stored]), id="save"),
+        pytest.param(lambda store, stored: store.delete(stored.id), id="delete"),
+        pytest.param(lambda store, stored: store.beat("node-a", T0), id="beat"),
+        pytest.param(lambda store, stored: store.forget("node-a"), id="forget"),
+    ],
+)
+def test_a_read_only_database_fails_each_write_and_the_store_recovers(
+    store: SqliteStore, mutation: Callable[[SqliteStore, Job], object]
+) -> None:
+    # SQLite's own read-only switch gives the error a read-only file gives (SQLITE_READONLY).
+    stored = store.insert(job())
+    connection_of(store).execute("PRAGMA query_only = ON")
+
+    with pytest.raises(StoreError) as failed:
+        mutation(store, stored)
+
+    assert isinstance(failed.value.__cause__, sqlite3.OperationalError)
+    assert "readonly" in str(failed.value.__cause__)
+    assert store.jobs() == [stored]
+    connection_of(store).execute("PRAGMA query_only = OFF")
+    mutation(store, stored)
+
+
+def test_a_duplicate_run_keeps_the_driver_error_as_its_cause(store: SqliteStore) -> None:
+    stored = store.insert(job())
+
+    with pytest.raises(StoreError, match="double run") as failed:
+        store.save([], [run(stored.id, "f1"), run(stored.id, "f1")])
+
+    assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+
+
+def test_a_rename_onto_a_live_name_is_refused_whole(store: SqliteStore) -> None:
+    taken = store.insert(job("taken"))
+    mover = store.insert(job("mover"))
+
+    with pytest.raises(NameTaken, match="taken"):
+        store.save([mover.evolve(name="taken")], [run(mover.id, "f1")])
+
+    assert store.jobs() == [mover, taken]
+    assert store.runs() == []
+
+
+def test_a_closed_store_refuses_calls(path: Path) -> None:
+    closed = SqliteStore(path)
+    closed.close()
+    closed.close()
+
+    with pytest.raises(StoreError, match="closed"):
+        closed.jobs()
+
+
+# -- several processes ---------------------------------------------------------------------------
+
+
+def claim_in_passes(path: str, passes: int, gate: Barrier, wins: Queue[Any]) -> None:
+    """One process's scheduling passes: read the due jobs, then compare-and-swap each of them.
+
+    Every process reads at the same moment (the barrier), so each pass is a real race for the same
+    (job, version) pairs. Reports each pair this process won.
+    """
+    store = SqliteStore(path)
+    won: list[tuple[int, int]] = []
+    for _ in range(passes):
+        gate.wait(timeout=60)
+        for due in store.due(T0, 100):
+            if store.save([due.evolve(occurrences=due.occurrences + 1)]) == [True]:
+                won.append((due.id, due.version))
+    store.close()
+    wins.put(won)
+
+
+def test_processes_claiming_the_same_jobs_each_win_a_version_exactly_once(path: Path) -> None:
+    with contextlib.closing(SqliteStore(path)) as store:
+        job_ids = [store.insert(job(f"job-{number}")).id for number in range(8)]
+    spawn = multiprocessing.get_context("spawn")
+    gate, wins = spawn.Barrier(3), spawn.Queue()
+    workers = [spawn.Process(target=claim_in_passes, args=(str(path), 10, gate, wins)) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    results = [wins.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=30)
+        assert worker.exitcode == 0
+
+    every_win = [win for result in results for win in result]
+    assert len(every_win) == len(set(every_win))  # no (job, version) was won twice
+    with contextlib.closing(SqliteStore(path)) as store:
+        for job_id in job_ids:
+            final = store.get(job_id)
+            assert final is not None
+            versions = sorted(version for won, version in every_win if won == job_id)
+            assert versions == list(range(1, final.version))  # every write was won by exactly one
+            assert final.occurrences == len(versions)
+
+
+# -- open_store ----------------------------------------------------------------------------------
+
+
+def test_open_store_reads_each_url_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    memory = open_store("memory:", run_history=5)
+    relative = open_store("sqlite:///.cronwright/relative.db")
+    absolute = open_store(f"sqlite:///{tmp_path}/absolute.db")
+
+    assert isinstance(memory, MemoryStore)
+    assert isinstance(relative, SqliteStore) and relative.path == tmp_path / ".cronwright" / "relative.db"
+    assert isinstance(absolute, SqliteStore) and absolute.path == tmp_path / "absolute.db"
+    assert absolute.description == f"sqlite:///{tmp_path}/absolute.db"
+    for store in (memory, relative, absolute):
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("postgresql://user:hunter2@db/cron", "PostgreSQL store is not available yet"),
+        ("mysql://user:hunter2@db/cron", "scheme 'mysql' is not understood"),
+        ("sqlite://relative.db", "names no database file"),
+        ("sqlite:///", "names no database file"),
+        ("sqlite:///store.db?mode=ro", "options"),
+        ("cronwright.db", "is not understood"),
+    ],
+)
+def test_open_store_refuses_a_url_it_cannot_serve(url: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words) as refused:
+        open_store(url)
+
+    assert "hunter2" not in str(refused.value)
+    assert "memory:" in str(refused.value)
