@@ -305,6 +305,34 @@ def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
     return Decision(job)
 
 
+def too_late(job: Job, occurrence: Occurrence, now: datetime, rules: Rules) -> bool:
+    """Whether a claimed occurrence that waited for a slot has missed its start (DESIGN semantic 8).
+
+    A firing beyond max_concurrency waits for a slot; one that has not started when its grace ends
+    was missed. Coalesce runs it anyway (it is the one catch-up), and so does a one-shot, a manual
+    run, or a retry (its occurrence already started).
+    """
+    return (
+        occurrence.attempt == 1
+        and not occurrence.manual
+        and not job.one_shot
+        and job.misfire is Misfire.SKIP
+        and now - occurrence.scheduled_for > rules.misfire_grace
+    )
+
+
+def miss(job: Job | None, occurrence: Occurrence, now: datetime, rules: Rules) -> Decision | None:
+    """Releases a claimed occurrence that never started because its grace ran out while it waited."""
+    flight = job.in_flight if job is not None else None
+    if job is None or flight is None or flight.fire_id != occurrence.fire_id or flight.node != rules.node:
+        return None if job is None else Decision(job)
+    released = job.evolve(in_flight=None, state=State.ACTIVE, skipped_misfire=job.skipped_misfire + 1)
+    event = _event(EventKind.JOB_SKIPPED, job, reason="misfire", count=1, due=occurrence.scheduled_for)
+    if now >= job.ends_at:
+        return Decision(released, events=(event,)).then(_expire(released))
+    return Decision(released, events=(event,))
+
+
 def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
     """The node running `job`'s attempt died: record it `interrupted`, never re-run it, and re-arm.
 

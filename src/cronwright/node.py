@@ -15,7 +15,7 @@ import secrets
 import socket
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from cronwright import engine
@@ -75,7 +75,8 @@ class Node:
         self._events = events
         self._pool = ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="cronwright-run")
         self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
-        self._finished: queue.SimpleQueue[tuple[Occurrence, Result]] = queue.SimpleQueue()
+        # A result of None means the occurrence waited past its grace for a slot and never started.
+        self._finished: queue.SimpleQueue[tuple[Occurrence, Result | None]] = queue.SimpleQueue()
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -128,10 +129,9 @@ class Node:
             decisions = [engine.tend(job, now, self.rules) for job in batch]
             # A job with nothing to do here (it woke for a lifetime check that is not yet due) is left alone.
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
-            free = self.settings.max_concurrency - len(self._running)
-            # Beyond max_concurrency a firing waits for a slot: its job stays due, and a later pass
-            # fires it, or applies the misfire policy once its grace has passed.
-            claims = [d for d in decisions if d.fire is not None][: max(free, 0)]
+            # Every firing due in this pass is claimed in this pass; beyond max_concurrency it waits
+            # for a worker slot, and one whose grace runs out while it waits is released as missed.
+            claims = [d for d in decisions if d.fire is not None]
             self._write(settled)
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
             won = self.store.save([d.job for d in claims], keep=False) if claims else []
@@ -163,18 +163,25 @@ class Node:
         self._running[job.id] = (occurrence, future)
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
-        try:
-            result = self._runner.run(job, occurrence)
-        except Exception as error:
-            log.exception("the runner failed on %s", occurrence.fire_id)
-            result = Result(Outcome.CRASHED, f"the runner failed: {error!r}"[:500])
+        """Runs on a worker thread once a slot is free; `fired_at` becomes the instant it really starts."""
+        now = self.clock.now()
+        result: Result | None = None
+        if self._stopping.is_set():
+            result = Result(Outcome.INTERRUPTED, "the node shut down before this run could start")
+        elif not engine.too_late(job, occurrence, now, self.rules):
+            occurrence = replace(occurrence, fired_at=now)
+            try:
+                result = self._runner.run(job, occurrence)
+            except Exception as error:
+                log.exception("the runner failed on %s", occurrence.fire_id)
+                result = Result(Outcome.CRASHED, f"the runner failed: {error!r}"[:500])
         self._finished.put((occurrence, result))
         self._wake.set()
 
     def record_finished(self) -> int:
         """Records every attempt that has finished, in one transaction where it can. Returns how many."""
         with self._lock:
-            done: list[tuple[Occurrence, Result]] = []
+            done: list[tuple[Occurrence, Result | None]] = []
             while True:
                 try:
                     done.append(self._finished.get_nowait())
@@ -196,13 +203,19 @@ class Node:
             return len(done)
 
     def _record(
-        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool
-    ) -> list[tuple[Occurrence, Result]]:
+        self, done: list[tuple[Occurrence, Result | None]], now: datetime, with_runs: bool
+    ) -> list[tuple[Occurrence, Result | None]]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
-        decided: list[tuple[Occurrence, Result, engine.Decision]] = []
+        decided: list[tuple[Occurrence, Result | None, engine.Decision]] = []
         runs: list[Run] = []
         for occurrence, result in done:
-            decision = engine.finish(self.store.get(occurrence.job_id), occurrence, result, now, self.rules)
+            job = self.store.get(occurrence.job_id)
+            if result is None:
+                decision = engine.miss(job, occurrence, now, self.rules)
+                if decision is not None:
+                    decided.append((occurrence, result, decision))
+                continue
+            decision = engine.finish(job, occurrence, result, now, self.rules)
             if decision is None:
                 # The job was deleted meanwhile: the run reaches the history, the job stays gone.
                 runs.append(self._orphan_run(occurrence, result, now))
@@ -210,7 +223,7 @@ class Node:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
         written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [])
-        lost = []
+        lost: list[tuple[Occurrence, Result | None]] = []
         for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
             if outcome is Write.LOST:
                 lost.append((occurrence, result))

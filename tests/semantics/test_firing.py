@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from conftest import Harness, at, make_harness
+from cronwright.clock import ManualClock
 from cronwright.store.memory import MemoryStore
 
 
@@ -121,30 +122,26 @@ def test_overlap_is_keyed_by_row_not_by_target_or_name(harness: Harness) -> None
     assert any(fid.startswith("3-") for fid in fired)
 
 
-def test_firings_beyond_max_concurrency_wait_for_a_slot(clock: object) -> None:
-    from cronwright.clock import ManualClock
-
-    assert isinstance(clock, ManualClock)
+def test_firings_beyond_max_concurrency_wait_for_a_slot(clock: ManualClock) -> None:
     harness = make_harness(MemoryStore(), clock, max_concurrency=1)
     gate = threading.Event()
     harness.runner.hold["first"] = gate
     harness.create("first", {"cron": "0 10 * * *"})
     harness.create("second", {"cron": "0 10 * * *"})
     clock.set(at("2026-03-02T10:00:00+01:00"))
-    assert len(harness.node.run_pass().fired) == 1
+    # Both firings start in this pass; the second waits for the one slot.
+    assert len(harness.node.run_pass().fired) == 2
+    assert harness.runner.started.wait(10)
+    assert [c.job_id for c in harness.runner.calls] == [1]
     clock.set(at("2026-03-02T10:00:30+01:00"))
     gate.set()
     harness.node.wait_for_runs()
-    # A slot is free again within the grace: the waiting firing starts, on time.
-    assert len(harness.node.run_pass().fired) == 1
-    harness.node.wait_for_runs()
-    assert sorted(c.job_id for c in harness.runner.calls) == [1, 2]
+    # The slot came free within the grace: the waiting firing ran, on time.
+    assert [c.job_id for c in harness.runner.calls] == [1, 2]
+    assert harness.job("second")["last_run"]["fired_at"] == "2026-03-02T10:00:30+01:00"
 
 
-def test_a_firing_still_waiting_for_a_slot_when_its_grace_ends_was_missed(clock: object) -> None:
-    from cronwright.clock import ManualClock
-
-    assert isinstance(clock, ManualClock)
+def test_a_firing_still_waiting_for_a_slot_when_its_grace_ends_was_missed(clock: ManualClock) -> None:
     harness = make_harness(MemoryStore(), clock, max_concurrency=1)
     gate = threading.Event()
     harness.runner.hold["first"] = gate
@@ -152,12 +149,14 @@ def test_a_firing_still_waiting_for_a_slot_when_its_grace_ends_was_missed(clock:
     harness.create("second", {"cron": "0 10 * * *"})
     clock.set(at("2026-03-02T10:00:00+01:00"))
     harness.node.run_pass()
+    assert harness.runner.started.wait(10)
     clock.set(at("2026-03-02T10:05:00+01:00"))
     gate.set()
     harness.node.wait_for_runs()
-    report = harness.node.run_pass()
-    assert report.fired == []
-    assert report.skipped == 1
+    assert [c.job_id for c in harness.runner.calls] == [1]
     second = harness.job("second")
+    assert second["state"] == "active"
+    assert second["last_run"] is None
     assert second["skipped"]["misfire"] == 1
     assert second["next_run_at"] == "2026-03-03T10:00:00+01:00"
+    assert harness.ok("history", name="second")["runs"] == []

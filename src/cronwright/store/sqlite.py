@@ -110,6 +110,8 @@ def statements(script: str) -> list[str]:
 
 
 class SqliteStore:
+    """The Store protocol on one SQLite file (see the module docstring for how each guarantee is kept)."""
+
     def __init__(
         self, path: str | Path, run_history: int = 100, *, busy_timeout: float = _BUSY_TIMEOUT
     ) -> None:
@@ -147,7 +149,8 @@ class SqliteStore:
         """Builds a complete store in a temporary file and links it into place.
 
         A crash part-way leaves only a temporary file, never a half-made store at the path. When two
-        processes create at once, the first link wins and the other simply opens that one.
+        processes create at once, the first link wins and the other simply opens that one. The file is
+        readable by its owner only (as mkstemp makes it), since jobs' args may be private.
         """
         handle, temporary = tempfile.mkstemp(
             prefix=f".{self._path.name}.", suffix=".new", dir=self._path.parent

@@ -20,6 +20,7 @@ one space: " @daily " becomes "0 0 * * *" and "0 9 * jan mon-fri" becomes "0 9 *
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -282,7 +283,7 @@ def _problem(text: str) -> str | None:
     return None
 
 
-# -- offset changes that trip cronsim's real-time walk -----------------------------------------
+# -- the zone's offset changes ----------------------------------------------------------------------
 
 
 def _is_fixed_time(text: str) -> bool:
@@ -291,8 +292,9 @@ def _is_fixed_time(text: str) -> bool:
     return len(parts) == 5 and not parts[0].startswith("*") and not parts[1].startswith("*")
 
 
-_HOUR = timedelta(hours=1)
-_DAY = timedelta(days=1)
+_WEEK = timedelta(days=7)
+# No two UTC offsets differ by more (they run from -12:00 to +14:00).
+_WIDEST = timedelta(hours=26)
 
 
 def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
@@ -300,18 +302,18 @@ def _offset(instant: datetime, zone: ZoneInfo) -> timedelta:
 
 
 @lru_cache(maxsize=4096)
-def _odd_changes(zone: ZoneInfo, year: int) -> tuple[datetime, ...]:
-    """The instants of UTC year `year` at which `zone` changes its offset by other than whole hours."""
+def _changes(zone: ZoneInfo, year: int) -> tuple[datetime, ...]:
+    """The instants in UTC year `year` at which `zone` changes offset (the first second of the new one)."""
     if not 1 < year < 9999:
         return ()
-    # zoneinfo does not publish its transitions, so sample the offset daily and bisect each change to the
-    # second. Two changes less than a day apart that cancel out would go unseen; no zone has had one lately.
+    # zoneinfo does not publish its transitions, so sample the offset weekly and bisect each change to the
+    # second. A change undone within the same week would go unseen; no zone has had one in living memory.
     here = datetime(year, 1, 1, tzinfo=UTC)
     end = datetime(year + 1, 1, 1, tzinfo=UTC)
     before = _offset(here, zone)
     found: list[datetime] = []
     while here < end:
-        step = min(here + _DAY, end)
+        step = min(here + _WEEK, end)
         after = _offset(step, zone)
         if after != before:
             low, high = here, step
@@ -321,31 +323,36 @@ def _odd_changes(zone: ZoneInfo, year: int) -> tuple[datetime, ...]:
                     low = mid
                 else:
                     high = mid
-            if (after - before) % _HOUR:
-                found.append(high)
+            found.append(high)
         here, before = step, after
     return tuple(found)
 
 
-def _odd_change_between(template: CronSim, zone: ZoneInfo, start: datetime, end: datetime) -> datetime | None:
-    """The first odd offset change strictly between `start` and `end` near which the expression could fire."""
-    for year in range(start.year, end.year + 1):
-        for change in _odd_changes(zone, year):
-            if start < change < end and _could_fire_near(template, change, zone):
-                return change
+def _next_change(zone: ZoneInfo, after: datetime, until: datetime) -> datetime | None:
+    """The first offset change in (after, until]."""
+    for year in range(after.year, until.year + 1):
+        changes = _changes(zone, year)
+        at = bisect_right(changes, after)
+        if at < len(changes):
+            return changes[at] if changes[at] <= until else None
     return None
 
 
-def _could_fire_near(template: CronSim, change: datetime, zone: ZoneInfo) -> bool:
-    # A stumble can only skip firings within a day or so after the change (until cronsim next re-aligns on a
-    # new hour or day), and only on days the expression allows. Checking them spares rare expressions
-    # ("* * * 2 1#5") a restart at every Lord Howe change in the decades between their firings.
-    local = change.astimezone(zone).date()
-    days = (local + offset * _DAY for offset in range(-1, 3))
-    return any(day.month in template.months and template.match_day(day) for day in days)
+def _last_change(zone: ZoneInfo, since: datetime, at_or_before: datetime) -> datetime | None:
+    """The last offset change in (since, at_or_before]."""
+    for year in range(at_or_before.year, since.year - 1, -1):
+        changes = _changes(zone, year)
+        at = bisect_right(changes, at_or_before)
+        if at > 0:
+            return changes[at - 1] if changes[at - 1] > since else None
+    return None
 
 
-# -- the expression --------------------------------------------------------------------------------
+def _whole_second_after(instant: datetime) -> datetime:
+    return instant.replace(microsecond=0) + _SECOND
+
+
+# -- the expression ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +387,11 @@ class CronExpression:
     def __str__(self) -> str:
         return self.text
 
+    @property
+    def fixed_time(self) -> bool:
+        """True if cronie's DST fix-up applies: gap firings move after the gap, repeated hours fire once."""
+        return _is_fixed_time(self.text)
+
     def explain(self) -> str:
         """cronsim's English for the expression, e.g. "At 03:00"."""
         try:
@@ -388,28 +400,32 @@ class CronExpression:
             # The explanation is a courtesy; a gap in cronsim's wording must not make a valid schedule fail.
             return f"cron expression {self.text}"
 
+    # -- forward --------------------------------------------------------------------------------------
+
     def iter_after(self, after: datetime, zone: ZoneInfo) -> Iterator[datetime]:
         """The firings strictly after `after`, read in `zone`, as strictly increasing UTC instants.
 
-        Ends when cronsim's walk gives out (no firing in 50 years), past `HORIZON`, or at year 9999.
+        Ends when the expression has no firing in 50 years, past `HORIZON`, or at the end of the calendar.
         """
         start = as_utc(after)
         try:
             limit = start + HORIZON
         except OverflowError:
             limit = datetime.max.replace(tzinfo=UTC)
-        # cronsim walks a wildcard expression in real time, jumping up to an hour at once and re-reading the
-        # wall clock after each jump. Across an offset change that is not a whole number of hours (Lord Howe's
-        # 30 minutes) a jump lands on the wrong minute and can step over firings, such as the second 01:45 of
-        # "45 * * * *". The walk is right between such changes, so it is restarted at each one it crosses.
-        walks_real_time = not _is_fixed_time(self.text)
-        template = CronSim(self.text, _REFERENCE)
+        walk = self._fixed_time_walk if self.fixed_time else self._real_time_walk
+        for fired in walk(start, zone):
+            if fired > limit:
+                return
+            yield fired
+
+    def _fixed_time_walk(self, start: datetime, zone: ZoneInfo) -> Iterator[datetime]:
+        # cronsim walks the wall clock here and applies cronie's fix-up itself: a wall time in a gap becomes
+        # the first minute after it, and a repeated one its first copy.
         try:
             sim = CronSim(self.text, start.astimezone(zone))
         except OverflowError:
             return
         last = start
-        trusted_from = start
         skipped = 0
         while True:
             try:
@@ -423,20 +439,44 @@ class CronExpression:
                 if skipped > _MAX_SKIPPED:
                     return
                 continue
-            if walks_real_time:
-                crossed = _odd_change_between(template, zone, trusted_from, fired)
-                if crossed is not None:
-                    try:
-                        sim = CronSim(self.text, (crossed - _MICRO).astimezone(zone))
-                    except OverflowError:
-                        return
-                    trusted_from = crossed
-                    continue
-            if fired > limit:
-                return
             skipped = 0
-            last = trusted_from = fired
+            last = fired
             yield fired
+
+    def _real_time_walk(self, start: datetime, zone: ZoneInfo) -> Iterator[datetime]:
+        """Every instant after `start` whose wall time in `zone` matches: both copies of a repeated hour, and
+        nothing for wall times a gap skipped.
+
+        cronsim can walk a zone itself, but it jumps up to an hour of real time at once and then re-reads
+        the wall clock, which lands on the wrong minute across a change that is not a whole hour or not on
+        the hour (Lord Howe's 30 minutes, Chatham's 02:45): it skips firings, or circles. So the walk is cut
+        at each offset change, and each piece is walked on a naive wall clock at that piece's fixed offset,
+        where cronsim's calendar arithmetic is exact.
+        """
+        since = _whole_second_after(start)  # firings fall on whole seconds
+        while True:
+            try:
+                offset = _offset(since, zone)
+                sim = CronSim(self.text, (since + offset).replace(tzinfo=None) - _SECOND)
+            except OverflowError:
+                return
+            checked = since  # no offset change in (since, checked]
+            for wall in sim:
+                try:
+                    fired = (wall - offset).replace(tzinfo=UTC)
+                except OverflowError:
+                    return
+                change = _next_change(zone, checked, fired) if fired > checked else None
+                if change is not None:
+                    break
+                checked = fired
+                yield fired
+                since = fired + _SECOND
+            else:
+                return  # the naive walk gave out: no wall time matches within 50 years
+            # Nothing fires in [since, change). Any firing in a later piece lies before since + _WIDEST or
+            # at or after fired - _WIDEST: read at this piece's offset, its wall time would have been found.
+            since = change if change < since + _WIDEST else max(change, fired - _WIDEST)
 
     def next_after(self, after: datetime, zone: ZoneInfo) -> datetime | None:
         """The first firing strictly after `after`, in UTC; None if there is none within the walk's reach."""
@@ -449,19 +489,63 @@ class CronExpression:
             return None
         return fired
 
-    def _first_at_or_after(self, instant: datetime, zone: ZoneInfo) -> datetime | None:
-        return self.next_after(instant - _MICRO, zone)
+    def count_between(self, start: datetime, end: datetime, zone: ZoneInfo, cap: int = 1000) -> int:
+        """How many firings lie in [start, end], counting no further than `cap` (and `HORIZON` past start)."""
+        if cap < 0:
+            raise ValueError(f"cap must be 0 or more, not {cap}")
+        stop = as_utc(end)
+        count = 0
+        if cap == 0:
+            return 0
+        for fired in self.iter_after(as_utc(start) - _MICRO, zone):
+            if fired > stop:
+                break
+            count += 1
+            if count >= cap:
+                break
+        return count
+
+    # -- backward -------------------------------------------------------------------------------------
 
     def latest_at_or_before(self, instant: datetime, not_before: datetime, zone: ZoneInfo) -> datetime | None:
         """The latest firing in [not_before, instant], in UTC, or None: the one missed run worth catching up.
 
-        cronsim's reverse walk proposes a candidate, and the forward walk (the definition of a firing)
-        confirms it. Where the two disagree, near a DST change, an exact search over the forward walk decides.
+        It agrees with the forward walk: it is the last firing `iter_after` would give in that span.
         """
         end = as_utc(instant)
         start = as_utc(not_before)
         if start > end:
             return None
+        if self.fixed_time:
+            return self._fixed_time_latest(end, start, zone)
+        return self._real_time_latest(end, start, zone)
+
+    def _real_time_latest(self, end: datetime, start: datetime, zone: ZoneInfo) -> datetime | None:
+        # The forward real-time walk run backwards: pieces of fixed offset, walked on a naive wall clock.
+        until = end.replace(microsecond=0)
+        while until >= start:
+            try:
+                offset = _offset(until, zone)
+                # cronsim steps back one second before looking, so start one second late to include `until`.
+                sim = CronSim(self.text, (until + offset).replace(tzinfo=None) + _SECOND, reverse=True)
+                fired = (next(sim) - offset).replace(tzinfo=UTC)
+            except (StopIteration, OverflowError):
+                return None
+            change = _last_change(zone, fired, until)
+            if change is None:
+                return fired if fired >= start else None
+            # Nothing fires in [change, until]. Any firing in an earlier piece lies after until - _WIDEST or
+            # at or before fired + _WIDEST (the mirror of the forward walk's reasoning).
+            before_change = change - _SECOND
+            until = before_change if change > until - _WIDEST else min(before_change, fired + _WIDEST)
+        return None
+
+    def _first_at_or_after(self, instant: datetime, zone: ZoneInfo) -> datetime | None:
+        return self.next_after(instant - _MICRO, zone)
+
+    def _fixed_time_latest(self, end: datetime, start: datetime, zone: ZoneInfo) -> datetime | None:
+        # cronsim's reverse walk proposes, and the forward walk (the definition of a firing) confirms. Where
+        # they disagree, in a repeated hour, an exact search over the forward walk decides.
         candidate = self._reverse_candidate(end, zone)
         if candidate is not None and start <= candidate <= end:
             if self._first_at_or_after(candidate, zone) == candidate:
@@ -476,9 +560,9 @@ class CronExpression:
 
     def _reverse_candidate(self, end: datetime, zone: ZoneInfo) -> datetime | None:
         # Firings fall on whole seconds: starting one second past `end` (rounded down) lets `end` count.
-        start = end.replace(microsecond=0) + _SECOND
         try:
-            return next(CronSim(self.text, start.astimezone(zone), reverse=True)).astimezone(UTC)
+            since = _whole_second_after(end).astimezone(zone)
+            return next(CronSim(self.text, since, reverse=True)).astimezone(UTC)
         except (StopIteration, OverflowError):
             return None
 
@@ -506,19 +590,3 @@ class CronExpression:
             else:
                 high_s = mid
         return self._first_at_or_after(max(_EPOCH + low_s * _SECOND, start), zone)
-
-    def count_between(self, start: datetime, end: datetime, zone: ZoneInfo, cap: int = 1000) -> int:
-        """How many firings lie in [start, end], counting no further than `cap` (and `HORIZON` past start)."""
-        if cap < 0:
-            raise ValueError(f"cap must be 0 or more, not {cap}")
-        stop = as_utc(end)
-        count = 0
-        if cap == 0:
-            return 0
-        for fired in self.iter_after(as_utc(start) - _MICRO, zone):
-            if fired > stop:
-                break
-            count += 1
-            if count >= cap:
-                break
-        return count

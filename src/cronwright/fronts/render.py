@@ -1,0 +1,96 @@
+"""Protocol rows as text for people: tables like `systemctl list-timers`, a rich table on a terminal and
+plain aligned columns when piped. Instants stay ISO-8601 with their offset; only LEFT is relative.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+JOB_COLUMNS = ("NAME", "RUNS", "SCHEDULE", "NEXT", "LEFT", "LAST", "RESULT", "ENDS", "STATE")
+RUN_COLUMNS = ("FINISHED", "SCHEDULE", "FIRE_ID", "ATTEMPT", "OUTCOME", "TOOK", "MESSAGE")
+
+
+def relative(instant: str | None, now: datetime) -> str:
+    """How far `instant` lies from now, in the two largest units: 'in 2h 5m', '3d 4h ago'."""
+    if instant is None:
+        return "-"
+    seconds = int((datetime.fromisoformat(instant) - now).total_seconds())
+    ahead = seconds >= 0
+    seconds = abs(seconds)
+    parts: list[str] = []
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    text = " ".join(parts)
+    return f"in {text}" if ahead else f"{text} ago"
+
+
+def schedule_text(schedule: Mapping[str, Any]) -> str:
+    if "cron" in schedule:
+        return f"cron '{schedule['cron']}' {schedule.get('tz', '')}".rstrip()
+    if "every" in schedule:
+        return f"every {schedule['every']}"
+    return f"at {schedule.get('at')}"
+
+
+def job_cells(row: Mapping[str, Any], now: datetime) -> list[str]:
+    last = row.get("last_run") or {}
+    result = last.get("outcome", "-")
+    if row.get("paused_by") == "breaker":
+        result = f"{result} (breaker)"
+    return [
+        row["name"],
+        f"{row['target']}.{row['action']}",
+        schedule_text(row["schedule"]),
+        row.get("next_run_at") or "-",
+        relative(row.get("next_run_at"), now),
+        last.get("fired_at", "-"),
+        result,
+        row.get("ends_at") or "-",
+        row["state"],
+    ]
+
+
+def run_cells(run: Mapping[str, Any]) -> list[str]:
+    message = str(run.get("message") or "").splitlines()
+    return [
+        run["finished_at"],
+        run.get("schedule") or str(run["job_id"]),
+        run["fire_id"],
+        str(run["attempt"]),
+        run["outcome"],
+        f"{run['took_ms']}ms",
+        (message[0][:80] if message else ""),
+    ]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    if out.isatty():
+        rich_table = Table(*headers, box=None, header_style="bold", pad_edge=False)
+        for row in rows:
+            rich_table.add_row(*row)
+        Console(file=out).print(rich_table)
+        return
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    for row in [list(headers), *rows]:
+        out.write(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
+
+
+def details(pairs: Sequence[tuple[str, str]], out: TextIO | None = None) -> None:
+    """Key-value lines, aligned, for `show` and `status`."""
+    out = out or sys.stdout
+    width = max(len(key) for key, _ in pairs)
+    for key, value in pairs:
+        out.write(f"{key.rjust(width)}: {value}\n")

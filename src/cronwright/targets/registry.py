@@ -1,0 +1,458 @@
+"""The target registry: every allowed target.action, with its args schema, timeout and secret names.
+
+Built from `[targets]` at boot, it is the node's Allowlist. Command and http actions come straight from the
+config. A python target's actions come from its module, which the node never imports: a one-off worker
+imports it and reports the actions as JSON (`worker.describe`). Descriptions are cached on disk, keyed by the
+target's settings and checked against the module's files (modification times and sizes), so a boot with
+unchanged code does not start a worker at all. When the files change while the node runs, the next `check`
+describes the module again, so the schemas and the code the workers run stay in step.
+
+Relative paths in a target (`path`, `cwd`) are read from the directory of the config file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+import cronwright
+from cronwright.allowlist import check_args
+from cronwright.config import ActionConfig, Config, TargetConfig
+from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
+from cronwright.targets import decorator
+from cronwright.targets.command import placeholders
+from cronwright.targets.worker import DescribeFailed, WorkerSpec, describe, fingerprint
+from cronwright.timing.durations import format_duration, parse_duration
+
+log = logging.getLogger("cronwright.targets")
+
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")  # no dots: "target.action" must split one way
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+CACHE_VERSION = 1
+CACHE_ENTRIES = 64
+DESCRIBE_TIMEOUT = 30.0
+
+Kind = Literal["python", "command", "http"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    """One allowed action. `secrets`: the names the runner resolves for it (http: the signing secret)."""
+
+    target: str
+    name: str
+    kind: Kind
+    args_schema: Mapping[str, Any]
+    timeout: timedelta
+    secrets: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    placeholders: tuple[tuple[int, str], ...] = ()  # command: (argv index, arg name)
+    description: str = ""
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "action": self.name,
+            "args_schema": dict(self.args_schema),
+            "timeout": format_duration(self.timeout),
+            "secrets": list(self.secrets),
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """One allowed target: how to reach it, and its actions by name."""
+
+    name: str
+    kind: Kind
+    actions: Mapping[str, ActionSpec]
+    worker: WorkerSpec | None = None  # python
+    cwd: str = "."  # command
+    env: tuple[str, ...] = ()  # command: the node's variables that pass through
+    url: str | None = None  # http
+    signing_secret: str | None = None  # http
+
+    def row(self) -> dict[str, Any]:
+        actions = [self.actions[name].row() for name in sorted(self.actions)]
+        return {"target": self.name, "kind": self.kind, "actions": actions}
+
+
+@dataclass
+class _Python:
+    """What the registry knows about a python target's module, to notice when it changes."""
+
+    config: TargetConfig
+    worker: WorkerSpec
+    files: list[str] = field(default_factory=list)
+    stamp: tuple[tuple[str, int, int], ...] = ()
+    broken: str | None = None
+
+
+class Registry:
+    """The Allowlist of DESIGN semantic 22, and what the runner needs to reach each target. Thread-safe."""
+
+    def __init__(self, targets: Mapping[str, TargetSpec], cache: DescriptionCache | None = None) -> None:
+        self._targets = dict(targets)
+        self._python: dict[str, _Python] = {}
+        self._cache = cache
+        self._lock = threading.Lock()
+
+    def check(self, target: str, action: str, args: Mapping[str, Any]) -> None:
+        """TargetNotAllowed for an unknown target or action; ArgsInvalid (with JSON paths) for bad args."""
+        spec = self.action(target, action)
+        check_args(target, action, spec.args_schema, args)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every target (name, kind) with its actions: args schema, timeout, secret names, description."""
+        rows = []
+        for name in sorted(self._targets):
+            try:
+                rows.append(self.target(name).row())
+            except TargetNotAllowed:
+                continue  # its module broke since boot; `check` says why
+        return rows
+
+    def target(self, name: str) -> TargetSpec:
+        """The target as it is now (a python target's module is described again if it changed on disk)."""
+        if name not in self._targets:
+            known = ", ".join(sorted(self._targets)) or "none are configured"
+            raise TargetNotAllowed(
+                f"target {name!r} is not allowed: it is not in [targets] ({known}); see `cronwright targets`"
+            )
+        if name in self._python:
+            self._refresh(name)
+        return self._targets[name]
+
+    def action(self, target: str, action: str) -> ActionSpec:
+        spec = self.target(target)
+        found = spec.actions.get(action)
+        if found is None:
+            known = ", ".join(sorted(spec.actions)) or "none"
+            raise TargetNotAllowed(
+                f"{target}.{action} is not allowed: target {target!r} has no action {action!r} "
+                f"(its actions: {known}); see `cronwright targets`"
+            )
+        return found
+
+    def secret_names(self) -> set[str]:
+        """Every secret name any target declares: the runner masks all of them in every run's output."""
+        return {name for spec in self._targets.values() for a in spec.actions.values() for name in a.secrets}
+
+    def python_workers(self) -> list[WorkerSpec]:
+        return [entry.worker for entry in self._python.values()]
+
+    # --- python targets ---------------------------------------------------------------------------
+
+    def _track(
+        self, name: str, config: TargetConfig, worker: WorkerSpec, described: Mapping[str, Any]
+    ) -> None:
+        self._python[name] = _Python(
+            config, worker, list(described["files"]), fingerprint(described["files"])
+        )
+
+    def _refresh(self, name: str) -> None:
+        with self._lock:
+            entry = self._python[name]
+            stamp = fingerprint(entry.files)
+            if stamp != entry.stamp:
+                entry.stamp = stamp
+                try:
+                    described = _describe(name, entry.worker, self._cache)
+                    self._targets[name] = _python_target(name, entry.config, entry.worker, described)
+                    entry.files = list(described["files"])
+                    entry.stamp = fingerprint(entry.files)
+                    entry.broken = None
+                except ConfigError as error:
+                    entry.broken = str(error)
+                    log.warning("%s", error)
+            if entry.broken is not None:
+                raise TargetNotAllowed(
+                    f"target {name!r} cannot be used until its module is fixed: {entry.broken}"
+                )
+
+
+def build_registry(config: Config, cache_dir: Path | None = None, base_dir: Path | None = None) -> Registry:
+    """The registry for `config.targets`; ConfigError naming the target (and action) for anything wrong.
+
+    `cache_dir` holds python targets' descriptions (default: $XDG_CACHE_HOME/cronwright); `base_dir` is where
+    relative paths start (default: the config file's directory, else the working directory).
+    """
+    base = base_dir or config_dir(config)
+    cache = DescriptionCache(cache_dir or _default_cache_dir())
+    targets: dict[str, TargetSpec] = {}
+    python: dict[str, tuple[TargetConfig, WorkerSpec]] = {}
+    for name, target in config.targets.items():
+        where = f"[targets.{name}]"
+        if not NAME.fullmatch(name):
+            raise ConfigError(f"{where}: a target name takes letters, digits, '_' and '-' only (no dots)")
+        _check_common(where, target, base)
+        if target.kind == "python":
+            python[name] = (target, _worker_spec(where, target, base))
+        elif target.kind == "command":
+            targets[name] = _command_target(name, where, target, base)
+        else:
+            targets[name] = _http_target(name, where, target)
+    registry = Registry(targets, cache)
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="cronwright-describe") as pool:
+        described = dict(
+            zip(python, pool.map(lambda n: _describe(n, python[n][1], cache), python), strict=True)
+        )
+    for name, (target, worker) in python.items():
+        registry._targets[name] = _python_target(name, target, worker, described[name])
+        registry._track(name, target, worker, described[name])
+    return registry
+
+
+def config_dir(config: Config) -> Path:
+    """Where relative paths in the config start: the config file's directory, else the working directory."""
+    if config.path and Path(config.path).is_file():
+        return Path(config.path).resolve().parent
+    return Path.cwd()
+
+
+# --- reading each kind of target ------------------------------------------------------------------
+
+
+def _check_common(where: str, target: TargetConfig, base: Path) -> None:
+    for label, names in (("env", target.env), ("secrets", target.secrets)):
+        bad = [n for n in names if not ENV_NAME.fullmatch(n)]
+        if bad:
+            raise ConfigError(f"{where}: {label} {bad[0]!r} is not a variable name (letters, digits and '_')")
+    misplaced = {
+        "python": ("url", "signing_secret"),
+        "command": ("module", "url", "signing_secret"),
+        "http": ("module", "cwd"),
+    }[target.kind]
+    for key in misplaced:
+        if getattr(target, key):
+            raise ConfigError(f"{where}: {key} does not apply to a {target.kind} target; remove it")
+    if target.kind != "python" and target.path:
+        raise ConfigError(f"{where}: path applies to python targets only; remove it")
+    if target.cwd is not None and not (base / target.cwd).is_dir():
+        raise ConfigError(f"{where}: cwd {target.cwd!r} is not a directory (read from {base})")
+
+
+def _worker_spec(where: str, target: TargetConfig, base: Path) -> WorkerSpec:
+    if not target.module or not MODULE.fullmatch(target.module):
+        raise ConfigError(f'{where}: a python target needs module = "name", a dotted Python module name')
+    if target.actions:
+        raise ConfigError(
+            f"{where}: a python target's actions are its @cronwright.action functions; remove [actions] here"
+        )
+    paths = []
+    for entry in target.path:
+        resolved = (base / entry).resolve()
+        if not resolved.is_dir():
+            raise ConfigError(f"{where}: path {entry!r} is not a directory (read from {base})")
+        paths.append(str(resolved))
+    cwd = str((base / target.cwd).resolve()) if target.cwd else str(base)
+    return WorkerSpec(target.module, tuple(paths), cwd, tuple(target.env))
+
+
+def _python_target(
+    name: str, target: TargetConfig, worker: WorkerSpec, described: Mapping[str, Any]
+) -> TargetSpec:
+    actions = {}
+    for entry in described["actions"]:
+        where = f"[targets.{name}] action {entry['name']!r} in module {target.module!r}"
+        timeout = _timeout(where, entry["timeout"]) if entry["timeout"] else target.timeout
+        secrets = tuple(dict.fromkeys([*target.secrets, *entry["secrets"]]))
+        schema = _schema(where, entry["args_schema"])
+        actions[entry["name"]] = ActionSpec(
+            name, entry["name"], "python", schema, timeout, secrets, description=entry["description"]
+        )
+    return TargetSpec(name, "python", actions, worker=worker, env=tuple(target.env))
+
+
+def _command_target(name: str, where: str, target: TargetConfig, base: Path) -> TargetSpec:
+    if not target.actions:
+        raise ConfigError(
+            f"{where}: a command target needs at least one [targets.{name}.actions.NAME] with argv"
+        )
+    actions = {}
+    for action_name, action in target.actions.items():
+        label = f"[targets.{name}.actions.{action_name}]"
+        _check_action_name(label, action_name)
+        if not action.argv:
+            raise ConfigError(f'{label}: argv is required, e.g. argv = ["/usr/local/bin/backup", "{{dest}}"]')
+        schema = _schema(label, action.args_schema)
+        try:
+            slots = placeholders(action.argv, schema.get("properties", {}))
+        except ValueError as error:
+            raise ConfigError(f"{label}: {error}") from None
+        required = set(schema.get("required", []))
+        for _, placeholder in slots:
+            if placeholder not in required:
+                raise ConfigError(
+                    f"{label}: placeholder {{{placeholder}}} must be a required property of args_schema, "
+                    f'so that every run has a value for it: add it to "required"'
+                )
+        actions[action_name] = ActionSpec(
+            name,
+            action_name,
+            "command",
+            schema,
+            _action_timeout(action, target),
+            _secrets(label, target, action),
+            tuple(action.argv),
+            slots,
+        )
+    cwd = str((base / target.cwd).resolve()) if target.cwd else str(base)
+    return TargetSpec(name, "command", actions, cwd=cwd, env=tuple(target.env))
+
+
+def _http_target(name: str, where: str, target: TargetConfig) -> TargetSpec:
+    if not target.url or not re.match(r"https?://[^/\s]+", target.url):
+        raise ConfigError(f'{where}: an http target needs url = "https://..."')
+    if not target.signing_secret or not ENV_NAME.fullmatch(target.signing_secret):
+        raise ConfigError(
+            f'{where}: an http target needs signing_secret = "NAME", the secret whose value signs each body'
+        )
+    if target.env or target.secrets:
+        raise ConfigError(f"{where}: an http target sends only the signed envelope; remove env and secrets")
+    if not target.actions:
+        raise ConfigError(f"{where}: an http target needs at least one [targets.{name}.actions.NAME]")
+    actions = {}
+    for action_name, action in target.actions.items():
+        label = f"[targets.{name}.actions.{action_name}]"
+        _check_action_name(label, action_name)
+        if action.argv is not None or action.secrets:
+            raise ConfigError(f"{label}: argv and secrets do not apply to an http action; remove them")
+        actions[action_name] = ActionSpec(
+            name,
+            action_name,
+            "http",
+            _schema(label, action.args_schema),
+            _action_timeout(action, target),
+            (target.signing_secret,),
+        )
+    return TargetSpec(name, "http", actions, url=target.url, signing_secret=target.signing_secret)
+
+
+def _check_action_name(label: str, name: str) -> None:
+    if not NAME.fullmatch(name):
+        raise ConfigError(f"{label}: an action name takes letters, digits, '_' and '-' only (no dots)")
+
+
+def _action_timeout(action: ActionConfig, target: TargetConfig) -> timedelta:
+    # An action's own timeout wins only when it was written: its default must not hide the target's.
+    return action.timeout if "timeout" in action.model_fields_set else target.timeout
+
+
+def _secrets(label: str, target: TargetConfig, action: ActionConfig) -> tuple[str, ...]:
+    bad = [n for n in action.secrets if not ENV_NAME.fullmatch(n)]
+    if bad:
+        raise ConfigError(f"{label}: secret {bad[0]!r} is not a variable name (letters, digits and '_')")
+    return tuple(dict.fromkeys([*target.secrets, *action.secrets]))
+
+
+def _timeout(where: str, text: str) -> timedelta:
+    try:
+        return parse_duration(text, "timeout")
+    except Invalid as error:
+        raise ConfigError(f"{where}: {error.message}") from None
+
+
+def _schema(where: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise ConfigError(f"{where}: args_schema is not a valid JSON Schema: {error.message}") from None
+    if schema.get("type", "object") != "object":
+        raise ConfigError(f'{where}: args_schema must describe an object (args are one): "type" = "object"')
+    return dict(schema)
+
+
+# --- describing python modules, with a cache --------------------------------------------------------
+
+
+def _describe(name: str, worker: WorkerSpec, cache: DescriptionCache | None) -> dict[str, Any]:
+    if cache is not None:
+        cached = cache.get(worker)
+        if cached is not None:
+            return cached
+    try:
+        described = describe(worker, DESCRIBE_TIMEOUT)
+    except DescribeFailed as error:
+        raise ConfigError(f"[targets.{name}]: module {worker.module!r} cannot be loaded: {error}") from None
+    if cache is not None:
+        cache.put(worker, described)
+    return described
+
+
+class DescriptionCache:
+    """Python targets' descriptions on disk. Only an optimization: any problem reading it means a miss."""
+
+    def __init__(self, folder: Path) -> None:
+        self._file = folder / "targets.json"
+        self._lock = threading.Lock()
+
+    def get(self, worker: WorkerSpec) -> dict[str, Any] | None:
+        entry = self._load().get(_key(worker))
+        if not isinstance(entry, dict):
+            return None
+        files = entry.get("files")
+        stamp = entry.get("stamp")
+        if not isinstance(files, list) or [list(mark) for mark in fingerprint(files)] != stamp:
+            return None
+        return {"files": files, "actions": entry.get("actions", [])}
+
+    def put(self, worker: WorkerSpec, described: Mapping[str, Any]) -> None:
+        with self._lock:
+            entries = self._load()
+            entries.pop(_key(worker), None)
+            stamp = [list(mark) for mark in fingerprint(described["files"])]
+            entries[_key(worker)] = {**described, "stamp": stamp}
+            kept = dict(list(entries.items())[-CACHE_ENTRIES:])
+            try:
+                self._file.parent.mkdir(parents=True, exist_ok=True)
+                temporary = self._file.with_name(f".{self._file.name}.{os.getpid()}.tmp")
+                temporary.write_text(
+                    json.dumps({"version": CACHE_VERSION, "entries": kept}), encoding="utf-8"
+                )
+                os.replace(temporary, self._file)  # atomic: another node reading it sees the old or the new
+            except OSError as error:
+                log.info("cannot write the target cache %s: %s", self._file, error)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+            return {}
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+
+def _key(worker: WorkerSpec) -> str:
+    # Everything that could change what the module reports, except its files, which are checked separately.
+    # The decorator's own file is in it too: it derives the schemas, so a new version of it means new schemas.
+    derivation = fingerprint([decorator.__file__])
+    identity = [
+        cronwright.__version__,
+        derivation,
+        worker.python,
+        worker.module,
+        worker.paths,
+        worker.cwd,
+        worker.env,
+    ]
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()
+
+
+def _default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cronwright"

@@ -1,0 +1,132 @@
+"""The node's Runner for real targets: one attempt of one occurrence, isolated, under a deadline.
+
+For each attempt it checks again that target.action is still allowed and the args still validate (a config
+change since the job was created gives `refused`), resolves the action's secrets, builds the envelope, and
+hands it to the executor of the target's kind. Whatever comes back is masked (no secret value survives in
+the message or the output), bounded, and timed.
+
+The deadline is real time, not the node's clock: the operating system enforces it on a real process, so a
+test that moves a manual clock never makes a run late.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronwright.errors import Refusal
+from cronwright.model import Job, Occurrence, Outcome, Result
+from cronwright.targets.command import CommandExecutor
+from cronwright.targets.http import HttpExecutor
+from cronwright.targets.registry import ActionSpec, Registry, TargetSpec
+from cronwright.targets.secrets import Masker, SecretMissing, Secrets
+from cronwright.targets.worker import MESSAGE_LIMIT, Call, Finished, Pool, render_output
+from cronwright.timing.iso import render
+
+log = logging.getLogger("cronwright.runner")
+
+
+class TargetRunner:
+    """Implements `cronwright.runner.Runner` over the registry's python, command and http targets.
+
+    Thread-safe: the node calls `run` from many threads at once. `run` never raises.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        secrets: Secrets,
+        *,
+        zone: ZoneInfo | None = None,
+        pool: Pool | None = None,
+        commands: CommandExecutor | None = None,
+        http: HttpExecutor | None = None,
+    ) -> None:
+        """`zone` is the node zone, in which the envelope's instants are written (default UTC)."""
+        self.registry = registry
+        self.secrets = secrets
+        self.zone = zone or ZoneInfo("UTC")
+        self.pool = pool or Pool()
+        self.commands = commands or CommandExecutor()
+        self.http = http or HttpExecutor()
+        self._closed = threading.Event()
+
+    def warm(self) -> None:
+        """Starts one worker per python target in the background, so that the first firing finds it warm."""
+        for worker in self.registry.python_workers():
+            self.pool.warm(worker)
+
+    def run(self, job: Job, occurrence: Occurrence) -> Result:
+        started = time.monotonic()
+        masker = Masker(())
+        try:
+            # Every secret any target declares is masked, not only this action's: an allowlisted variable or
+            # a careless script could echo another one.
+            known = list(self.secrets.known(self.registry.secret_names()).values())
+            masker = Masker(known)
+            finished, masker = self._attempt(job, occurrence, known)
+        except Exception as error:  # a bug here must become an outcome, not kill the node's thread
+            log.exception("the runner failed on %s", occurrence.fire_id)
+            finished = Finished("crashed", f"the runner failed: {type(error).__name__}: {error}")
+        took_ms = int((time.monotonic() - started) * 1000)
+        message = masker.mask_cut_end(finished.message) if finished.cut else masker.mask(finished.message)
+        if finished.cut or len(message) > MESSAGE_LIMIT:
+            message = masker.mask_cut_end(message[: MESSAGE_LIMIT - 1]) + "…"
+        return Result(Outcome(finished.kind), message, took_ms, render_output(finished.output, masker))
+
+    def close(self) -> None:
+        """Stops what runs (those attempts end `interrupted`), and frees every worker and connection."""
+        self._closed.set()
+        self.pool.close()
+        self.commands.close()
+        self.http.close()
+
+    def _attempt(self, job: Job, occurrence: Occurrence, known: list[str]) -> tuple[Finished, Masker]:
+        masker = Masker(known)
+        if self._closed.is_set():
+            return Finished("interrupted", "the node is shutting down"), masker
+        try:
+            target = self.registry.target(job.target)
+            action = self.registry.action(job.target, job.action)
+            self.registry.check(job.target, job.action, job.args)
+        except Refusal as refusal:
+            return Finished("refused", f"{refusal.message} (checked again when it ran)"), masker
+        try:
+            values = self.secrets.resolve(action.secrets)
+        except SecretMissing as missing:
+            return Finished("error", str(missing)), masker
+        masker = Masker([*values.values(), *known])
+        call = Call(self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action))
+        return self._dispatch(target, action, call), masker
+
+    def envelope(self, job: Job, occurrence: Occurrence) -> dict[str, Any]:
+        """What the target receives (DESIGN, "The envelope a target receives"); instants in the node zone."""
+        return {
+            "schedule": job.name,
+            "job_id": job.id,
+            "target": job.target,
+            "action": job.action,
+            "args": dict(job.args),
+            "cron": {
+                "fire_id": occurrence.fire_id,
+                "attempt": occurrence.attempt,
+                "scheduled_for": render(occurrence.scheduled_for, self.zone),
+                "fired_at": render(occurrence.fired_at, self.zone),
+            },
+        }
+
+    def _dispatch(self, target: TargetSpec, action: ActionSpec, call: Call) -> Finished:
+        if target.kind == "python":
+            assert target.worker is not None
+            return self.pool.run(target.worker, action.name, call)
+        if target.kind == "command":
+            return self.commands.run(target, action, call)
+        return self.http.run(target, action, call)
+
+
+def _deadline(action: ActionSpec) -> datetime:
+    return datetime.now(UTC) + action.timeout

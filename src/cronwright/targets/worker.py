@@ -1,0 +1,704 @@
+"""Python actions run in worker processes: the warm pool (node side) and the worker itself (child side).
+
+Why plain subprocesses speaking JSON lines, and not `multiprocessing`:
+
+- A worker is a fresh `python -m cronwright.targets.worker`, never a fork of the node. The node runs threads,
+  and a fork of a threaded process can deadlock; a fork would also inherit the node's memory, its store
+  connections and every secret it has resolved.
+- `multiprocessing` pools do not survive the death of one worker (`ProcessPoolExecutor` breaks as a whole)
+  and cannot kill one task at its deadline. Here each worker is one `Popen` in its own process group: it is
+  killed, with whatever it spawned, and replaced alone.
+- JSON, not pickle, crosses the boundary, so the node never unpickles what target code produced.
+- The protocol runs over the worker's stdin and stdout, which the worker moves aside before it imports any
+  target code. Its fds 1 and 2 then point at a capture file owned by the node, so `print`, logging, C
+  extensions and subprocesses are all captured, and the output of a worker that crashed is still there.
+
+A worker serves one python target: its module is imported once, with the target's `path` added to `sys.path`
+(in the worker only), and then it runs one call at a time. The module's files are fingerprinted, and a worker
+whose code changed on disk is retired, so an edit lands at the next run without a restart.
+
+This module is also the worker's `__main__`, so its top level imports the standard library and the decorator
+only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import contextlib
+import importlib
+import json
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from cronwright.targets.decorator import ActionMark, Context, actions_of, call
+
+if TYPE_CHECKING:
+    from cronwright.targets.secrets import Masker
+
+OUTPUT_LIMIT = 64 * 1024  # bytes of captured output kept per run: the first half and the last half
+MESSAGE_LIMIT = 4096  # characters of a run's message
+_WIRE_MESSAGE_LIMIT = 4 * MESSAGE_LIMIT  # what a worker sends of it: the node masks first, then cuts
+_REPLY_LIMIT = 1024 * 1024  # a protocol line longer than this means the worker is broken
+_STARTUP_TIMEOUT = 30.0
+# What a worker inherits from the node besides the target's `env` allowlist: enough for Python and programs it
+# starts to find themselves, their locale and a temp dir, and nothing that usually holds a secret.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV")
+
+# The values of model.Outcome. Spelled out here because this module runs inside workers, which should not
+# import the scheduler's model (and with it cronsim and the time math) just to name an outcome.
+Kind = Literal["ok", "error", "timeout", "crashed", "refused", "interrupted"]
+
+
+# --- what every executor shares -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One attempt as an executor sees it: what to send, which secrets it may use, and how long it has."""
+
+    envelope: Mapping[str, Any]
+    secrets: Mapping[str, str]
+    timeout: float
+    deadline: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Captured output, bounded: `head`, then `omitted` bytes left out, then `tail`."""
+
+    head: str
+    tail: str = ""
+    omitted: int = 0
+    label: str = ""
+
+    def render(self, masker: Masker) -> str:
+        """The text with every secret masked, including pieces of one cut at the truncation marker."""
+        if self.omitted:
+            body = (
+                masker.mask_cut_end(self.head)
+                + f"\n[… {self.omitted} bytes omitted …]\n"
+                + masker.mask_cut_start(self.tail)
+            )
+        else:
+            body = masker.mask(self.head + self.tail)
+        return f"[{self.label}]\n{body}" if self.label and body else body
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How an attempt ended, before the runner masks it and measures it.
+
+    `cut` says the message was truncated at its end, so that the runner also masks a piece of a secret there.
+    """
+
+    kind: Kind
+    message: str
+    output: tuple[Output, ...] = ()
+    cut: bool = False
+
+
+def render_output(outputs: Iterable[Output], masker: Masker) -> str:
+    return "\n".join(text for text in (output.render(masker) for output in outputs) if text)
+
+
+class Capture:
+    """An unlinked temp file that a child writes its output into, read back bounded by the node.
+
+    The child's end is opened O_APPEND, so `reset()` (a truncate between runs) makes its next write land at
+    the start. Output lives on disk rather than in a pipe: nobody must drain it, and it survives a crash.
+    """
+
+    def __init__(self) -> None:
+        fd, path = tempfile.mkstemp(prefix="cronwright-output-")
+        try:
+            self._child: int | None = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError:
+            os.close(fd)
+            raise
+        finally:
+            os.unlink(path)
+        self._fd: int | None = fd
+
+    @property
+    def child_fd(self) -> int:
+        assert self._child is not None
+        return self._child
+
+    def started(self) -> None:
+        """The child holds its own copy of the write end now; the node's is closed."""
+        if self._child is not None:
+            os.close(self._child)
+            self._child = None
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def reset(self) -> None:
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+
+    def take(self, limit: int = OUTPUT_LIMIT, label: str = "") -> Output:
+        """The output so far; beyond `limit` bytes, its first and last halves."""
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size <= limit:
+            return Output(_decode(os.pread(self._fd, size, 0)), label=label)
+        half = limit // 2
+        head = os.pread(self._fd, half, 0)
+        tail = os.pread(self._fd, half, size - half)
+        return Output(_decode_head(head), _decode_tail(tail), size - 2 * half, label)
+
+    def close(self) -> None:
+        self.started()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _decode_head(data: bytes) -> str:
+    # Not final: a character cut in two at the end is dropped, not turned into a replacement character.
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+
+
+def _decode_tail(data: bytes) -> str:
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1  # continuation bytes of a character cut in two at the start
+    return _decode(data[skip:])
+
+
+def fingerprint(files: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+    """What identifies these files' current contents cheaply: their modification times and sizes."""
+    marks = []
+    for name in sorted(files):
+        try:
+            info = os.stat(name)
+            marks.append((name, info.st_mtime_ns, info.st_size))
+        except OSError:
+            marks.append((name, -1, -1))
+    return tuple(marks)
+
+
+def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    """Signals a child started with `start_new_session` and everything it spawned.
+
+    Only while the child is not yet reaped: until then its pid, which is the group's id, cannot be reused.
+    """
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+
+def why_exited(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with code {returncode}"
+
+
+# --- the node side: how to start a worker, and the pool ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """How to start a worker for one python target. Equal specs share workers."""
+
+    module: str
+    paths: tuple[str, ...]
+    cwd: str
+    env: tuple[str, ...] = ()
+    python: str = sys.executable
+
+    def argv(self, describe: bool = False) -> list[str]:
+        # -P: the worker's cwd is not put on sys.path; only the target's `path` is.
+        argv = [self.python, "-P", "-m", "cronwright.targets.worker", "--module", self.module]
+        for entry in self.paths:
+            argv += ["--path", entry]
+        return [*argv, "--describe"] if describe else argv
+
+    def environ(self) -> dict[str, str]:
+        """The node's variables named in BASE_ENV and in the target's `env`; never all of them."""
+        environ = {name: os.environ[name] for name in (*BASE_ENV, *self.env) if name in os.environ}
+        # The worker must import this very cronwright, installed or not.
+        home = str(Path(__file__).resolve().parents[2])
+        environ["PYTHONPATH"] = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
+        environ["PYTHONIOENCODING"] = "utf-8"
+        return environ
+
+
+class DescribeFailed(Exception):
+    """The target module could not be described: it failed to import, or hung, or has no actions."""
+
+
+def describe(spec: WorkerSpec, timeout: float = _STARTUP_TIMEOUT) -> dict[str, Any]:
+    """Imports the target module in a one-off worker and returns `{"files": [...], "actions": [...]}`.
+
+    Each action is `ActionMark.describe()`. The node learns a module's actions this way and never imports it.
+    """
+    capture = Capture()
+    try:
+        proc = subprocess.Popen(
+            spec.argv(describe=True),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=capture.child_fd,
+            cwd=spec.cwd,
+            env=spec.environ(),
+            start_new_session=True,
+        )
+    except OSError as error:
+        capture.close()
+        raise DescribeFailed(f"cannot start {spec.python}: {error.strerror}") from error
+    with proc:
+        capture.started()
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            proc.communicate()
+            capture.close()
+            raise DescribeFailed(f"importing it took longer than {timeout:g}s; it was killed") from None
+        printed = capture.take(4096)
+        capture.close()
+    try:
+        reply = json.loads(out.splitlines()[0]) if out else {}
+    except ValueError:
+        reply = {}
+    if reply.get("ready"):
+        return {"files": reply["files"], "actions": reply["actions"]}
+    problem = reply.get("error") or f"the worker {why_exited(proc.returncode)}"
+    detail = (printed.head + printed.tail).strip().splitlines()[-1:] if not reply.get("error") else []
+    raise DescribeFailed("; ".join([problem, *detail]))
+
+
+class _Died(Exception):
+    pass
+
+
+class _Overran(Exception):
+    pass
+
+
+class _Vanished(Exception):
+    """The worker died before it took the call: the action never started, so another worker may run it."""
+
+
+class _StartFailed(Exception):
+    def __init__(self, finished: Finished) -> None:
+        super().__init__(finished.message)
+        self.finished = finished
+
+
+class _Worker:
+    """One worker process, owned by one thread at a time (the pool hands it out)."""
+
+    def __init__(self, spec: WorkerSpec, startup_timeout: float) -> None:
+        self.spec = spec
+        self.runs = 0
+        self.capture = Capture()
+        self._buffer = b""
+        try:
+            self.proc = subprocess.Popen(
+                spec.argv(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.capture.child_fd,
+                cwd=spec.cwd,
+                env=spec.environ(),
+                start_new_session=True,
+            )
+        except OSError as error:
+            self.capture.close()
+            raise _StartFailed(Finished("error", f"cannot start a worker: {error}")) from error
+        self.capture.started()
+        try:
+            ready = self._read(time.monotonic() + startup_timeout)
+        except _Overran:
+            hung = f"the worker hung for {startup_timeout:g}s importing {spec.module!r}; it was killed"
+            raise _StartFailed(Finished("timeout", hung, self.kill())) from None
+        except _Died:
+            output = self.kill()
+            died = f"the worker {why_exited(self.proc.returncode)} while importing {spec.module!r}"
+            raise _StartFailed(Finished("crashed", died, output)) from None
+        if not ready.get("ready"):
+            output = self.kill()
+            raise _StartFailed(Finished("error", f"the target module failed: {ready.get('error')}", output))
+        self.files: list[str] = ready["files"]
+        self.fingerprint = fingerprint(self.files)
+
+    def stale(self) -> bool:
+        return self.proc.poll() is not None or fingerprint(self.files) != self.fingerprint
+
+    def call(self, action: str, call: Call) -> tuple[Finished, bool]:
+        """Runs one call; returns how it ended, and whether this worker may serve another."""
+        self.runs += 1
+        self.capture.reset()
+        request = {**call.envelope, "action": action, "secrets": dict(call.secrets)}
+        request["deadline"] = call.deadline.isoformat()
+        deadline = time.monotonic() + call.timeout
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            self._read(deadline)  # {"started": true}: the action runs from here on
+        except (_Died, BrokenPipeError):
+            self.kill()
+            raise _Vanished from None
+        except _Overran:
+            pass  # a worker too busy even to take the call is as hung as an action that never returns
+        try:
+            reply = self._read(deadline)
+        except _Overran:
+            late = f"ran past its deadline of {call.timeout:g}s; the worker was killed"
+            return Finished("timeout", late, self.kill()), False
+        except _Died:
+            output = self.kill()
+            return Finished("crashed", f"the worker {why_exited(self.proc.returncode)}", output), False
+        printed = (self.capture.take(),)
+        message, cut = str(reply.get("message", "")), bool(reply.get("cut"))
+        return Finished("ok" if reply.get("ok") else "error", message, printed, cut), True
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        """The next protocol line; _Overran at the deadline, _Died at end of file or on garbage."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Overran
+            if not poller.poll(max(1, int(remaining * 1000))):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk or len(self._buffer) > _REPLY_LIMIT:
+                raise _Died
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise _Died from None
+        if not isinstance(reply, dict):
+            raise _Died
+        return reply
+
+    def interrupt(self) -> None:
+        """From another thread: kills the worker; the thread that owns it sees it die and cleans up."""
+        kill_group(self.proc)
+
+    def kill(self) -> tuple[Output, ...]:
+        """Kills the worker and its group, reaps it and closes its pipes; returns what it had printed."""
+        kill_group(self.proc)
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass  # a write end whose buffer could not be flushed to a dead worker
+        if self.capture.closed:
+            return ()
+        output = self.capture.take()
+        self.capture.close()
+        return (output,)
+
+
+@dataclass
+class _Slots:
+    idle: list[_Worker] = field(default_factory=list)
+
+
+class Pool:
+    """Warm worker processes, by WorkerSpec. Thread-safe: the node runs attempts from many threads.
+
+    A worker that crashed, overran its deadline or whose code changed is discarded, and a replacement is
+    started in the background so that the next firing finds a warm one.
+    """
+
+    def __init__(
+        self, max_idle: int = 4, startup_timeout: float = _STARTUP_TIMEOUT, max_runs: int = 1000
+    ) -> None:
+        self.max_idle = max_idle
+        self.startup_timeout = startup_timeout
+        self.max_runs = (
+            max_runs  # a worker is recycled after this many runs, so leaks in target code stay small
+        )
+        self._slots: dict[WorkerSpec, _Slots] = {}
+        self._busy: set[_Worker] = set()
+        self._starting: list[threading.Thread] = []
+        self._warming: set[WorkerSpec] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def run(self, spec: WorkerSpec, action: str, call: Call) -> Finished:
+        """Runs one action in a worker of `spec`. Never raises: every failure is a Finished."""
+        for _ in range(3):
+            try:
+                worker = self._acquire(spec)
+            except _StartFailed as failed:
+                return failed.finished
+            try:
+                finished, healthy = worker.call(action, call)
+                break
+            except _Vanished:
+                # It died while idle (killed, out of memory) and the check at acquire missed it by a hair.
+                with self._lock:
+                    self._busy.discard(worker)
+        else:
+            return Finished("crashed", "three workers in a row died before they could take the call")
+        with self._lock:
+            self._busy.discard(worker)
+            closed = self._closed
+        if closed:
+            worker.kill()
+            if not healthy:
+                return Finished(
+                    "interrupted", "the node stopped while this ran; its worker was killed", finished.output
+                )
+            return finished
+        if healthy and worker.runs < self.max_runs:
+            self._release(worker)
+        else:
+            if healthy:
+                worker.kill()
+            self.warm(spec)
+        return finished
+
+    def warm(self, spec: WorkerSpec) -> None:
+        """Starts a worker for `spec` in the background, unless one is idle or starting already."""
+        with self._lock:
+            if self._closed or self._slots.get(spec, _Slots()).idle or spec in self._warming:
+                return
+            self._warming.add(spec)
+            self._starting = [thread for thread in self._starting if thread.is_alive()]
+            thread = threading.Thread(
+                target=self._start_idle, args=(spec,), name="cronwright-warm", daemon=True
+            )
+            self._starting.append(thread)
+            thread.start()
+
+    def wait_warm(self, timeout: float | None = None) -> None:
+        """Waits until the workers being started in the background are ready (or failed to start)."""
+        with self._lock:
+            starting = list(self._starting)
+        for thread in starting:
+            thread.join(timeout)
+
+    def idle(self, spec: WorkerSpec) -> int:
+        with self._lock:
+            return len(self._slots.get(spec, _Slots()).idle)
+
+    def close(self) -> None:
+        """Kills every worker: idle ones at once, busy ones so that their runs end `interrupted`."""
+        with self._lock:
+            self._closed = True
+            idle = [worker for slots in self._slots.values() for worker in slots.idle]
+            self._slots.clear()
+            busy = list(self._busy)
+            starting = list(self._starting)
+        for worker in busy:
+            worker.interrupt()
+        for worker in idle:
+            worker.kill()
+        for thread in starting:
+            thread.join()
+
+    def _acquire(self, spec: WorkerSpec) -> _Worker:
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise _StartFailed(Finished("interrupted", "the node is shutting down"))
+                slots = self._slots.setdefault(spec, _Slots())
+                worker = slots.idle.pop() if slots.idle else None
+            if worker is None:
+                break
+            if not worker.stale():
+                with self._lock:
+                    self._busy.add(worker)
+                return worker
+            worker.kill()  # died while idle, or its code changed on disk: a fresh one imports the new code
+        worker = _Worker(spec, self.startup_timeout)
+        with self._lock:
+            if self._closed:
+                worker.kill()
+                raise _StartFailed(Finished("interrupted", "the node is shutting down"))
+            self._busy.add(worker)
+        return worker
+
+    def _release(self, worker: _Worker) -> None:
+        with self._lock:
+            slots = self._slots.setdefault(worker.spec, _Slots())
+            if not self._closed and len(slots.idle) < self.max_idle:
+                slots.idle.append(worker)
+                return
+        worker.kill()
+
+    def _start_idle(self, spec: WorkerSpec) -> None:
+        try:
+            worker = _Worker(spec, self.startup_timeout)
+        except _StartFailed:
+            return  # the next run starts one itself, and reports why it cannot
+        finally:
+            with self._lock:
+                self._warming.discard(spec)
+        self._release(worker)
+
+
+# --- the worker side ------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The worker: imports the module, says it is ready, then serves calls until its stdin closes."""
+    parser = argparse.ArgumentParser(prog="python -m cronwright.targets.worker")
+    parser.add_argument("--module", required=True)
+    parser.add_argument("--path", action="append", default=[])
+    parser.add_argument("--describe", action="store_true", help="report the module's actions and exit")
+    options = parser.parse_args(argv)
+    requests, replies = _take_protocol()
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        files, found = _import(options.module, options.path)
+    except BaseException as error:
+        traceback.print_exc()
+        _send(replies, {"ready": False, "error": f"{type(error).__name__}: {error}"})
+        return 1
+    marks = [mark.describe() for _, mark in found.values()]
+    _send(replies, {"ready": True, "pid": os.getpid(), "files": files, "actions": marks})
+    if options.describe:
+        return 0
+    home = os.getcwd()
+    for line in requests:
+        # Acknowledged before the action starts: a worker that dies before this line never ran it, so the
+        # node may hand the call to another worker without ever running an action twice.
+        _send(replies, {"started": True})
+        reply = _serve(found, json.loads(line))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.chdir(home)  # an action that changed directory must not move the next one
+        _send(replies, reply)
+    return 0
+
+
+def _take_protocol() -> tuple[IO[bytes], IO[bytes]]:
+    """Moves the protocol off fds 0 and 1, so that nothing target code reads or prints can touch it.
+
+    Afterwards fd 0 is /dev/null and fd 1 joins fd 2 in the node's capture file.
+    """
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    # Line-buffered, so that prints and log lines (on stderr) reach the capture file in the order they happen.
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    return requests, replies
+
+
+def _send(replies: IO[bytes], message: Mapping[str, Any]) -> None:
+    replies.write(json.dumps(message, default=str).encode() + b"\n")
+    replies.flush()
+
+
+def _import(name: str, paths: list[str]) -> tuple[list[str], dict[str, tuple[Any, ActionMark]]]:
+    sys.path[:0] = paths
+    before = set(sys.modules)
+    module = importlib.import_module(name)
+    found = actions_of(module)
+    if not found:
+        raise LookupError(f"module {name!r} has no functions marked @cronwright.action")
+    roots = [str(Path(path).resolve()) for path in paths]
+    files: set[str] = set()
+    for key in (set(sys.modules) - before) | {name}:
+        file = getattr(sys.modules[key], "__file__", None)
+        if not file:
+            continue
+        resolved = str(Path(file).resolve())
+        # The module itself wherever it lives, and whatever it imported from the target's own path.
+        if key == name or any(resolved.startswith(root + os.sep) for root in roots):
+            files.add(resolved)
+    return sorted(files), found
+
+
+def _serve(found: Mapping[str, tuple[Any, ActionMark]], request: Mapping[str, Any]) -> dict[str, Any]:
+    entry = found.get(request["action"])
+    if entry is None:
+        return {"ok": False, "error": f"LookupError: the module has no action {request['action']!r} any more"}
+    func, mark = entry
+    cron = request["cron"]
+    ctx = Context(
+        fire_id=cron["fire_id"],
+        attempt=cron["attempt"],
+        scheduled_for=datetime.fromisoformat(cron["scheduled_for"]),
+        fired_at=datetime.fromisoformat(cron["fired_at"]),
+        deadline=datetime.fromisoformat(request["deadline"]),
+        secrets=request.get("secrets") or {},
+        log=logging.getLogger(f"cronwright.action.{mark.name}"),
+        schedule=request.get("schedule", ""),
+        job_id=request.get("job_id", 0),
+        target=request.get("target", ""),
+        action=mark.name,
+    )
+    try:
+        value = call(func, mark, request.get("args") or {}, ctx)
+    except BaseException as error:  # SystemExit too: an action never ends its worker by raising
+        _print_traceback(error)
+        return {"ok": False, **_bounded(f"{type(error).__name__}: {error}")}
+    return {"ok": True, **_bounded(_render(value))}
+
+
+def _print_traceback(error: BaseException) -> None:
+    """The traceback from the action's own frame down: the worker's frames above it are only noise."""
+    tb = error.__traceback__
+    ours = {__file__, call.__code__.co_filename}
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename in ours:
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb)
+
+
+def _render(value: object) -> str:
+    """The return value as the run's message: a string as it is, None as nothing, anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _bounded(text: str) -> dict[str, Any]:
+    # Cut here only to keep the reply small; the node masks secrets, then cuts to MESSAGE_LIMIT itself.
+    if len(text) <= _WIRE_MESSAGE_LIMIT:
+        return {"message": text}
+    return {"message": text[:_WIRE_MESSAGE_LIMIT], "cut": True}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tests of targets, executors and the runner, with real subprocesses."""
