@@ -352,6 +352,16 @@ def _whole_second_after(instant: datetime) -> datetime:
     return instant.replace(microsecond=0) + _SECOND
 
 
+def _walls(sim: CronSim) -> Iterator[datetime]:
+    """cronsim's walk, ending quietly where cronsim gives out (50 years) or the calendar does (year 9999)."""
+    while True:
+        try:
+            wall = next(sim)
+        except (StopIteration, OverflowError):
+            return
+        yield wall
+
+
 # -- the expression ---------------------------------------------------------------------------------
 
 
@@ -461,7 +471,7 @@ class CronExpression:
             except OverflowError:
                 return
             checked = since  # no offset change in (since, checked]
-            for wall in sim:
+            for wall in _walls(sim):
                 try:
                     fired = (wall - offset).replace(tzinfo=UTC)
                 except OverflowError:

@@ -1,0 +1,558 @@
+"""The `cronwright` command: a thin adapter that turns options into protocol requests, as the operator.
+
+Exit status: 0 on success, 1 when the request was refused (`ok: false`), 2 on a usage error (bad options,
+a bad config, a store that cannot be opened). `--json` prints the protocol's reply exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from cronwright.app import App, build
+from cronwright.config import Config, load
+from cronwright.errors import ConfigError, Invalid, StoreError
+from cronwright.fronts import render
+from cronwright.fronts.wake import wake_local_nodes
+from cronwright.sources import operator
+from cronwright.timing.durations import parse_duration
+from cronwright.timing.iso import parse_instant
+from cronwright.timing.preview import preview as preview_firings
+
+Reply = dict[str, Any]
+
+
+def fail(message: str, status: int = 2) -> NoReturn:
+    click.echo(f"cronwright: error: {message}", err=True)
+    sys.exit(status)
+
+
+class Runtime:
+    """What the verbs share, built on first use: the config, then the app over the store."""
+
+    def __init__(self, config_path: str | None) -> None:
+        self.config_path = config_path
+        self._config: Config | None = None
+        self._app: App | None = None
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            try:
+                self._config = load(self.config_path)
+            except ConfigError as error:
+                fail(str(error))
+        return self._config
+
+    def app(self, boot: bool = False) -> App:
+        """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do."""
+        if self._app is None:
+            from cronwright.targets.registry import build_registry
+            from cronwright.targets.runner import TargetRunner
+            from cronwright.targets.secrets import Secrets
+
+            config = self.config
+            try:
+                registry = build_registry(config)
+                runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz)
+                self._app = build(config, runner, registry, seed=boot)
+            except (ConfigError, StoreError) as error:
+                fail(str(error))
+        return self._app
+
+    def call(self, action: str, **fields: Any) -> Reply:
+        request = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
+        return self.app().protocol.dispatch(request, operator())
+
+    def close(self) -> None:
+        """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
+        if self._app is not None:
+            self._app.close()
+
+
+pass_runtime = click.make_pass_decorator(Runtime)
+
+
+def finish(reply: Reply, as_json: bool, human: Callable[[Reply], None]) -> None:
+    """Prints a reply, as JSON or for people, and exits 1 if it was a refusal."""
+    if as_json:
+        click.echo(json.dumps(reply, ensure_ascii=False))
+    elif reply.get("ok"):
+        human(reply)
+    else:
+        field = f" ({reply['field']})" if reply.get("field") else ""
+        click.echo(f"cronwright: refused: {reply.get('error')}{field}: {reply.get('message')}", err=True)
+    if not reply.get("ok"):
+        sys.exit(1)
+
+
+def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print the protocol reply as JSON.")(function)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Config file (else $CRONWRIGHT_CONFIG, ./cronwright.toml).",
+)
+@click.version_option(package_name="cronwright")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None) -> None:
+    """cronwright: schedules that never run twice, never run forever, and run only what was allowed."""
+    runtime = Runtime(config_path)
+    ctx.obj = runtime
+    ctx.call_on_close(runtime.close)
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@cli.command("list")
+@click.option("--state", help="Only jobs in this state (active, paused, running, expired, done, failed).")
+@click.option("--target", help="Only jobs of this target.")
+@json_option
+@pass_runtime
+def list_jobs(runtime: Runtime, state: str | None, target: str | None, as_json: bool) -> None:
+    """The schedules, like `systemctl list-timers`."""
+
+    def human(reply: Reply) -> None:
+        now = _now()
+        rows = [render.job_cells(row, now) for row in reply["jobs"]]
+        if not rows:
+            click.echo("no schedules")
+            return
+        render.table(render.JOB_COLUMNS, rows)
+        click.echo(f"\n{len(rows)} schedule{'s' if len(rows) != 1 else ''}.")
+
+    finish(runtime.call("list", state=state, target=target), as_json, human)
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@pass_runtime
+def show(runtime: Runtime, name: str, as_json: bool) -> None:
+    """One schedule, with its recent runs."""
+
+    def human(reply: Reply) -> None:
+        job = reply["job"]
+        last = job["last_run"] or {}
+        render.details(
+            [
+                ("name", f"{job['name']} (id {job['id']})"),
+                ("runs", f"{job['target']}.{job['action']} {json.dumps(job['args'])}"),
+                ("schedule", render.schedule_text(job["schedule"])),
+                ("state", job["state"] + (f" (by {job['paused_by']})" if job["paused_by"] else "")),
+                ("next", f"{job['next_run_at'] or '-'} ({render.relative(job['next_run_at'], _now())})"),
+                ("ends", job["ends_at"]),
+                ("last", " ".join(str(last.get(k, "")) for k in ("fired_at", "outcome", "message")) or "-"),
+                ("failures", f"{job['consecutive_failures']} in a row (breaker: {job['breaker_threshold']})"),
+                ("skipped", f"{job['skipped']['overlap']} overlap, {job['skipped']['misfire']} misfire"),
+                ("policy", f"misfire {job['misfire']}, {job['max_attempts']} attempts, "
+                           f"backoff {job['retry_backoff_ms']}ms"),
+                ("dedupe", f"{job['dedupe_key'] or '-'}{' (once)' if job['once'] else ''}"),
+                ("created", f"{job['created_at']} by {job['created_by']}"),
+            ]
+        )  # fmt: skip
+        if reply["runs"]:
+            click.echo("")
+            render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
+
+    finish(runtime.call("get", name=name), as_json, human)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@json_option
+@pass_runtime
+def history(runtime: Runtime, name: str | None, limit: int, as_json: bool) -> None:
+    """Recent runs, newest first, of one schedule or of all."""
+
+    def human(reply: Reply) -> None:
+        if not reply["runs"]:
+            click.echo("no runs")
+            return
+        render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
+
+    finish(runtime.call("history", name=name, limit=limit), as_json, human)
+
+
+@cli.command()
+@json_option
+@pass_runtime
+def status(runtime: Runtime, as_json: bool) -> None:
+    """The node, its store, jobs by state, and runs in flight."""
+
+    def human(reply: Reply) -> None:
+        node = reply["node"]
+        counts = ", ".join(f"{count} {state}" for state, count in reply["counts"].items() if count)
+        peers = ", ".join(f"{peer['node']} (beat {peer['last_beat']})" for peer in node["peers"]) or "none"
+        render.details(
+            [
+                ("node", node["id"]),
+                ("now", node["now"]),
+                ("zone", node["zone"]),
+                ("store", f"{node['store']} ({node['persistence']})"),
+                ("jobs", counts or "none"),
+                ("running", str(reply["running"])),
+                ("nodes", peers),
+            ]
+        )
+
+    finish(runtime.call("status"), as_json, human)
+
+
+@cli.command()
+@json_option
+@pass_runtime
+def targets(runtime: Runtime, as_json: bool) -> None:
+    """The allowlisted targets, their actions and arg schemas."""
+
+    def human(reply: Reply) -> None:
+        if not reply["targets"]:
+            click.echo("no targets: add [targets.NAME] sections to the config")
+        for target in reply["targets"]:
+            click.echo(f"{target['target']} ({target.get('kind', '?')})")
+            for action in target["actions"]:
+                click.echo(
+                    f"  {target['target']}.{action['action']}  args: {json.dumps(action['args_schema'])}"
+                )
+
+    finish(runtime.call("targets"), as_json, human)
+
+
+@cli.command()
+@click.argument("expression")
+@click.option("--tz", help="Read the expression in this IANA zone (default: the node zone).")
+@click.option("--after", metavar="ISO", help="List firings after this instant (default: now).")
+@click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True)
+@json_option
+@pass_runtime
+def preview(
+    runtime: Runtime, expression: str, tz: str | None, after: str | None, count: int, as_json: bool
+) -> None:
+    """The normalized expression, its explanation, and its next firings."""
+    try:
+        node_zone = runtime.config.node.tz
+        start = parse_instant(after, node_zone, "after") if after else _now()
+        shown = preview_firings(expression, tz, start, count, node_zone)
+    except Invalid as error:
+        fail(error.message)
+    if as_json:
+        click.echo(json.dumps(shown, ensure_ascii=False))
+        return
+    click.echo(f"  expression: {shown['expression']}")
+    click.echo(f"     meaning: {shown['explanation']}")
+    click.echo(f"        zone: {shown['tz']}")
+    firings = shown["firings"]
+    assert isinstance(firings, list)
+    for index, firing in enumerate(firings):
+        label = "next" if index == 0 else ""
+        click.echo(f"{label:>12}: {firing}" if label else f"{'':>12}  {firing}")
+
+
+# --- changing -------------------------------------------------------------------------------------
+
+
+def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+        click.option("--args", "args_json", metavar="JSON", help="The action's args, a JSON object."),
+        click.option(
+            "--cron", metavar="EXPR", help="A cron expression (5 fields, 6 with seconds, or @daily...)."
+        ),
+        click.option("--tz", help="The cron expression's IANA zone (default: the node zone)."),
+        click.option("--every", metavar="DUR", help="A fixed period: 90s, 5m, 12h, 1d, PT5M."),
+        click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
+        click.option("--lifetime", metavar="DUR|ISO", help="How long the schedule lives, or until when."),
+        click.option(
+            "--misfire", type=click.Choice(["skip", "coalesce"]), help="Missed occurrences: skip or coalesce."
+        ),
+        click.option("--max-attempts", type=int, help="Attempts per occurrence, retries included."),
+        click.option("--retry-backoff", metavar="DUR", help="The first retry's delay; it doubles each time."),
+        click.option(
+            "--breaker", type=int, help="Failed occurrences in a row that pause the job (0: never)."
+        ),
+        json_option,
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def job_fields(
+    args_json: str | None,
+    cron: str | None,
+    tz: str | None,
+    every: str | None,
+    at: str | None,
+    lifetime: str | None,
+    misfire: str | None,
+    max_attempts: int | None,
+    retry_backoff: str | None,
+    breaker: int | None,
+) -> dict[str, Any]:
+    """The protocol's job fields for the options given; nothing for an option left out."""
+    fields: dict[str, Any] = {}
+    kinds = [kind for kind in (cron, every, at) if kind is not None]
+    if len(kinds) > 1:
+        raise click.UsageError("give one of --cron, --every and --at")
+    if tz is not None and cron is None:
+        raise click.UsageError("--tz goes with --cron")
+    if cron is not None:
+        fields["schedule"] = {"cron": cron, **({"tz": tz} if tz else {})}
+    elif every is not None:
+        fields["schedule"] = {"every": every}
+    elif at is not None:
+        fields["run_at"] = at
+    if args_json is not None:
+        try:
+            fields["args"] = json.loads(args_json)
+        except ValueError as error:
+            raise click.BadParameter(f"not valid JSON: {error}", param_hint="--args") from None
+    if retry_backoff is not None:
+        try:
+            fields["retry_backoff_ms"] = parse_duration(retry_backoff, "retry_backoff") // _MS
+        except Invalid as error:
+            raise click.BadParameter(error.message, param_hint="--retry-backoff") from None
+    optional = {
+        "lifetime": lifetime,
+        "misfire": misfire,
+        "max_attempts": max_attempts,
+        "breaker_threshold": breaker,
+    }
+    fields.update({key: value for key, value in optional.items() if value is not None})
+    return fields
+
+
+_MS = parse_duration("1s") / 1000
+
+
+def changed(runtime: Runtime, reply: Reply) -> Reply:
+    """After a change, wake any node serving on this host, so the change lands live."""
+    if reply.get("ok"):
+        wake_local_nodes(runtime.app().node.store)
+    return reply
+
+
+def say_job(verb: str) -> Callable[[Reply], None]:
+    def human(reply: Reply) -> None:
+        job = reply["job"]
+        note = " (already there: deduped)" if reply.get("deduped") else ""
+        persistence = reply.get("persistence")
+        kept = f" [{persistence}]" if persistence and persistence != "persisted" else ""
+        click.echo(f"{verb} {job['name']}{note}{kept}: {job['state']}, next {job['next_run_at'] or '-'}, "
+                   f"ends {job['ends_at']}")  # fmt: skip
+
+    return human
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--target", required=True, help="The target to run.")
+@click.option("--action", required=True, help="The target's action.")
+@click.option("--dedupe-key", metavar="KEY", help="At most one live job per key.")
+@click.option("--once", is_flag=True, help="With --dedupe-key: at most once ever.")
+@schedule_options
+@pass_runtime
+def add(runtime: Runtime, /, name: str, target: str, action: str, dedupe_key: str | None, once: bool,
+        as_json: bool, **options: Any) -> None:  # fmt: skip
+    """Creates a schedule (one of --cron, --every or --at)."""
+    if not any(options.get(kind) for kind in ("cron", "every", "at")):
+        raise click.UsageError("give one of --cron, --every and --at")
+    job = {"name": name, "target": target, "action": action, **job_fields(**options)}
+    if dedupe_key is not None:
+        job["dedupe_key"] = dedupe_key
+    if once:
+        job["once"] = True
+    finish(changed(runtime, runtime.call("create_job", job=job)), as_json, say_job("added"))
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--name", "new_name", metavar="NAME", help="A new name.")
+@schedule_options
+@pass_runtime
+def update(runtime: Runtime, /, name: str, new_name: str | None, as_json: bool, **options: Any) -> None:
+    """Changes what may change: schedule, args, lifetime, name and the policies."""
+    changes = job_fields(**options)
+    if "run_at" in changes:
+        changes["schedule"] = {"at": changes.pop("run_at")}
+    if new_name is not None:
+        changes["name"] = new_name
+    if not changes:
+        raise click.UsageError("nothing to change: give at least one option")
+    finish(changed(runtime, runtime.call("update", name=name, changes=changes)), as_json, say_job("updated"))
+
+
+def _simple(verb: str, action: str, doc: str) -> None:
+    @cli.command(verb, help=doc)
+    @click.argument("name")
+    @json_option
+    @pass_runtime
+    def command(runtime: Runtime, name: str, as_json: bool) -> None:
+        past = {"remove": "removed", "pause": "paused", "resume": "resumed"}[verb]
+        finish(changed(runtime, runtime.call(action, name=name)), as_json, say_job(past))
+
+
+_simple("remove", "delete", "Removes a schedule; a run in flight finishes, and reaches the history.")
+_simple("pause", "pause", "Pauses an active schedule.")
+_simple("resume", "resume", "Resumes a paused schedule; the misfire policy applies to what it missed.")
+
+
+@cli.command("run-now")
+@click.argument("name")
+@json_option
+@pass_runtime
+def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
+    """Runs an active schedule now, waits for the run, and prints its outcome."""
+    reply = runtime.call("run_now", name=name)
+    if reply.get("ok"):
+        runtime.app().node.wait_for_runs()
+        fire_id = reply["job"]["last_run"]["fire_id"] if reply["job"].get("last_run") else None
+        got = runtime.call("get", name=name)
+        if got.get("ok"):
+            reply["job"] = got["job"]
+            fire_id = fire_id or (got["job"]["last_run"] or {}).get("fire_id")
+        wake_local_nodes(runtime.app().node.store)
+
+    def human(reply: Reply) -> None:
+        last = reply["job"]["last_run"] or {}
+        click.echo(f"ran {reply['job']['name']} ({last.get('fire_id')}): {last.get('outcome')} "
+                   f"in {last.get('took_ms')}ms {last.get('message') or ''}".rstrip())  # fmt: skip
+
+    finish(reply, as_json, human)
+
+
+# --- running --------------------------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+@pass_runtime
+def tick(runtime: Runtime, as_json: bool) -> None:
+    """Runs one scheduling pass now, waits for the runs it started, and exits."""
+    app = runtime.app(boot=True)
+    report = app.node.boot()
+    app.node.wait_for_runs()
+    reply: Reply = {
+        "ok": True,
+        "fired": len(report.fired),
+        "fire_ids": report.fired,
+        "skipped": report.skipped,
+    }
+    finish(reply, as_json, lambda r: click.echo(f"fired {r['fired']}, skipped {r['skipped']}"))
+
+
+@cli.command()
+@pass_runtime
+def serve(runtime: Runtime) -> None:
+    """Runs the node until SIGINT or SIGTERM."""
+    app = runtime.app(boot=True)
+    runner = app.node._runner
+    warm = getattr(runner, "warm", None)
+    if callable(warm):
+        warm()
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
+    counts = ", ".join(f"{n} {s}" for s, n in app.node.store.counts().items() if n) or "no schedules"
+    where = app.node.store.description
+    click.echo(f"cronwright node {app.node.id} serving {where} ({counts}); Ctrl-C stops it", err=True)
+    loop = threading.Thread(target=app.node.serve_forever, name="cronwright-node", daemon=True)
+    loop.start()
+    while not stop.wait(1.0) and loop.is_alive():
+        pass
+    click.echo("stopping: no new claims; waiting for runs in flight", err=True)
+
+
+@cli.command()
+@click.argument("message", required=False, default="-")
+@pass_runtime
+def call(runtime: Runtime, message: str) -> None:
+    """Sends one protocol message (JSON, or - for stdin) as the operator and prints the reply."""
+    text = sys.stdin.read() if message == "-" else message
+    reply = runtime.app().protocol.handle(text, operator())
+    assert reply is not None  # the operator is always trusted
+    if reply.get("ok") and reply.get("persistence"):
+        wake_local_nodes(runtime.app().node.store)
+    click.echo(json.dumps(reply, ensure_ascii=False))
+    if not reply.get("ok"):
+        sys.exit(1)
+
+
+@cli.command()
+@pass_runtime
+def check(runtime: Runtime) -> None:
+    """Validates the config (targets, schemas, sources, seeds) and runs nothing."""
+    from cronwright.app import build as build_app
+    from cronwright.store.memory import MemoryStore
+    from cronwright.targets.registry import build_registry
+
+    config = runtime.config
+    try:
+        registry = build_registry(config)
+        for name in config.sources:
+            config.source(name)
+        # Seeds are validated by upserting them into a throwaway memory store; nothing runs.
+        app = build_app(config, _NoRunner(), registry, store=MemoryStore(), seed=True)
+        app.node.store.close()
+    except ConfigError as error:
+        fail(str(error))
+    where = config.path or "built-in defaults"
+    click.echo(
+        f"{where}: ok: {len(config.targets)} targets, "
+        f"{sum(len(t['actions']) for t in registry.describe())} actions, "
+        f"{len(config.sources)} sources, {len(config.seed)} seeds"
+    )
+
+
+class _NoRunner:
+    def run(self, job: Any, occurrence: Any) -> Any:
+        raise RuntimeError("check runs nothing")
+
+    def close(self) -> None:
+        pass
+
+
+@cli.command()
+@click.option(
+    "--folder", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True
+)
+def init(folder: Path) -> None:
+    """Writes a starter cronwright.toml and an example python target."""
+    from cronwright.targets.starter import write_starter
+
+    try:
+        written = write_starter(folder)
+    except FileExistsError as error:
+        fail(f"{error}; remove it or use another --folder", 1)
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo("next: cronwright serve   (or: make run)")
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="cronwright", standalone_mode=True)
+    except StoreError as error:
+        fail(str(error))
