@@ -209,16 +209,9 @@ def _skip_overlap(job: Job, now: datetime) -> Decision:
 # --- an attempt ends ------------------------------------------------------------------------------
 
 
-def finish(
-    job: Job | None, occurrence: Occurrence, result: Result, now: datetime, rules: Rules
-) -> Decision | None:
-    """Records one finished attempt, and decides: retry, conclude the occurrence, or (if stale) leave the job.
-
-    `job` is the row as stored now; None when it was deleted meanwhile, in which case the run still
-    reaches the history (the caller records `runs`) but nothing brings the job back.
-    """
-    name = job.name if job is not None else ""
-    run = Run(
+def run_of(occurrence: Occurrence, result: Result, now: datetime, node: str, name: str = "") -> Run:
+    """The history row of one finished attempt."""
+    return Run(
         occurrence.job_id,
         name,
         occurrence.fire_id,
@@ -229,11 +222,22 @@ def finish(
         result.outcome,
         result.message,
         result.took_ms,
-        rules.node,
+        node,
         result.output,
     )
+
+
+def finish(
+    job: Job | None, occurrence: Occurrence, result: Result, now: datetime, rules: Rules
+) -> Decision | None:
+    """Records one finished attempt, and decides: retry, conclude the occurrence, or (if stale) leave the job.
+
+    `job` is the row as stored now; None when it was deleted meanwhile, in which case the run still
+    reaches the history (the caller records `runs`) but nothing brings the job back.
+    """
     if job is None:
         return None
+    run = run_of(occurrence, result, now, rules.node, job.name)
     events = [
         _event(
             EventKind.JOB_RUN,

@@ -218,7 +218,7 @@ class Node:
             decision = engine.finish(job, occurrence, result, now, self.rules)
             if decision is None:
                 # The job was deleted meanwhile: the run reaches the history, the job stays gone.
-                runs.append(self._orphan_run(occurrence, result, now))
+                runs.append(engine.run_of(occurrence, result, now, self.id))
             else:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
@@ -230,22 +230,6 @@ class Node:
             else:
                 self._emit(decision)
         return lost
-
-    def _orphan_run(self, occurrence: Occurrence, result: Result, now: datetime) -> Run:
-        return Run(
-            occurrence.job_id,
-            "",
-            occurrence.fire_id,
-            occurrence.attempt,
-            occurrence.scheduled_for,
-            occurrence.fired_at,
-            now,
-            result.outcome,
-            result.message,
-            result.took_ms,
-            self.id,
-            result.output,
-        )
 
     def in_flight(self) -> int:
         return len(self._running)
