@@ -1,13 +1,15 @@
 """Cron expressions, read as cronsim reads them, in a named zone.
 
-cronsim decides what an expression means (names, ranges, steps, L, LW, nL, #n) and how it meets DST, which is
-cronie's way:
+cronsim decides what an expression means: names, ranges, steps, L, LW, nL, #n, and which expressions get
+cronie's DST fix-up. DST then works as in cronie:
 
-- a fixed-time firing (a 5-field expression whose minute and hour fields do not start with '*') whose wall
-  time falls in a spring-forward gap fires at the first instant after the gap; in a repeated fall-back hour it
-  fires once, in the first copy;
-- any other expression (a '*' or '*/n' minute or hour, or 6 fields) walks real time: it fires in both
-  copies of a repeated hour, and wall times that a gap skipped do not exist for it.
+- a fixed-time expression (5 fields, minute and hour not starting with '*'): a firing whose wall time falls
+  in a spring-forward gap fires at the first instant after the gap, and one in a repeated hour fires once, in
+  the first copy. cronsim walks these itself, on the wall clock;
+- any other expression (a '*' or '*/n' minute or hour, or 6 fields) follows real time: it fires at every
+  instant whose wall time matches, so in both copies of a repeated hour, and never for a wall time a gap
+  skipped. cronsim's own walk stumbles on changes that are not whole hours or not on the hour (Lord Howe,
+  Chatham), so these are walked piece by piece between offset changes, at a fixed offset each.
 
 This module adds what a service needs around that: refusals that say what to fix, a refusal for expressions
 that can never fire, a bound on every walk, instants in UTC, and a latest-firing search that agrees with the
@@ -163,7 +165,9 @@ def _value_problem(spec: _Spec, value: str, whole: str, alone: bool) -> str | No
             hint = f"use a number {spec.low}-{spec.high} or a name {first}-{last}"
         else:
             hint = f"use a number {spec.low}-{spec.high}"
-        return f"{spec.name} field {whole!r} has {value!r}, which is not a value: {hint}"
+        if alone:
+            return f"{spec.name} field {whole!r} is not a number or a range: {hint}"
+        return f"{spec.name} field {whole!r} has {value!r}, which is not a number: {hint}"
     if not spec.low <= int(value) <= spec.high:
         if alone:
             return f"{spec.name} field {whole!r} is out of range {spec.low}-{spec.high}"
@@ -179,7 +183,7 @@ def _term_problem(spec: _Spec, term: str, whole: str) -> str | None:
     if spec.field == Field.DOW and "L" in term:
         if not term.endswith("L") or not term[:-1].isdigit():
             return (
-                f"{spec.name} field {whole!r} has {term!r}: write nL for the last weekday n of the month, "
+                f"{spec.name} field {whole!r} is not valid: write nL for the last weekday n of the month, "
                 "e.g. 5L for the last Friday"
             )
         return _value_problem(spec, term[:-1], whole, alone=False)
@@ -187,7 +191,7 @@ def _term_problem(spec: _Spec, term: str, whole: str) -> str | None:
         day, nth = term.split("#", 1)
         if not nth.isdigit() or not 1 <= int(nth) <= 5:
             return (
-                f"{spec.name} field {whole!r} has {term!r}: write day#n with n from 1 to 5, "
+                f"{spec.name} field {whole!r} is not valid: write day#n with n from 1 to 5, "
                 "e.g. 5#3 for the third Friday"
             )
         return _value_problem(spec, day, whole, alone=False)
@@ -213,7 +217,12 @@ def _term_problem(spec: _Spec, term: str, whole: str) -> str | None:
         if problem is not None:
             return problem
         if _index(spec, end) < _index(spec, start):
-            return f"{spec.name} field {whole!r} has the backward range {term!r}: write the smaller end first"
+            # Sunday is 0 to cronsim, so "MON-SUN" runs backwards; 7 is Sunday too, and ends a week.
+            hint = (
+                ", e.g. 1-7 for Monday to Sunday" if spec.field == Field.DOW and end in ("0", "SUN") else ""
+            )
+            backward = f"{spec.name} field {whole!r} has the backward range {term!r}"
+            return f"{backward}: write the smaller end first{hint}"
         return None
     if spec.field == Field.DAY and term in ("L", "LW"):
         return None
@@ -293,7 +302,8 @@ def _is_fixed_time(text: str) -> bool:
 
 
 _WEEK = timedelta(days=7)
-# No two UTC offsets differ by more (they run from -12:00 to +14:00).
+# More than any two offsets of one zone have ever differed (Apia and Kiritimati crossed the date line: 24 h
+# and 24 h 40 min). It bounds how far a wall time can move between two pieces of a walk.
 _WIDEST = timedelta(hours=26)
 
 
