@@ -26,6 +26,7 @@ from cronwright.sources import operator
 from cronwright.timing.durations import parse_duration
 from cronwright.timing.iso import parse_instant
 from cronwright.timing.preview import preview as preview_firings
+from cronwright.timing.zones import zone
 
 Reply = dict[str, Any]
 
@@ -249,7 +250,9 @@ def preview(
     """The normalized expression, its explanation, and its next firings."""
     try:
         node_zone = runtime.config.node.tz
-        start = parse_instant(after, node_zone, "after") if after else _now()
+        # An --after without an offset is read in the zone the firings are shown in.
+        after_zone = zone(tz, "tz") if tz else node_zone
+        start = parse_instant(after, after_zone, "after") if after else _now()
         shown = preview_firings(expression, tz, start, count, node_zone)
     except Invalid as error:
         fail(error.message)
@@ -552,7 +555,14 @@ def init(folder: Path) -> None:
 
 
 def main() -> None:
+    """The console script. Every usage error is one line on stderr and exit 2."""
     try:
-        cli.main(prog_name="cronwright", standalone_mode=True)
+        cli.main(prog_name="cronwright", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.Abort:
+        fail("aborted", 1)
+    except click.ClickException as error:
+        fail(error.format_message(), error.exit_code)
     except StoreError as error:
         fail(str(error))

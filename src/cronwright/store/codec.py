@@ -64,9 +64,9 @@ def schedule_data(schedule: Schedule) -> dict[str, Any]:
 
 def read_schedule(data: dict[str, Any]) -> Schedule:
     if "cron" in data:
-        # Stored expressions were validated when written; `CronExpression(text)` does not re-check them,
-        # so a row written behind the service's back still loads (and fails at its next firing).
-        return CronSchedule(CronExpression(data["cron"]), data["tz"])
+        # Stored expressions were validated when written, and are not re-checked here, so a row written
+        # behind the service's back still loads and lists every other row.
+        return CronSchedule(CronExpression.stored(data["cron"]), data["tz"])
     if "every_ms" in data:
         return EverySchedule(timedelta(milliseconds=data["every_ms"]))
     return AtSchedule(_required_instant(data["at"]))

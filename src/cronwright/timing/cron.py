@@ -396,6 +396,15 @@ class CronExpression:
             raise Invalid("cron", problem)
 
     @classmethod
+    def stored(cls, text: str) -> CronExpression:
+        """An expression read back from a store, unchecked: a row written behind the service's back, or by
+        an older release, must still load (and list) even if its text no longer parses; its walk is empty.
+        """
+        expression = object.__new__(cls)
+        object.__setattr__(expression, "text", text)
+        return expression
+
+    @classmethod
     def parse(cls, text: object, field: str = "cron") -> CronExpression:
         """Read `text` (5 or 6 fields, or a macro), or refuse it with `Invalid` naming `field`."""
         normalized = _normalize(text, field)
