@@ -1,8 +1,10 @@
 """Firing throughput: N one-shots due at the same instant, until every outcome is durable.
 
 cronwright (SQLite store, no-op runner) against APScheduler 3.11 (SQLAlchemyJobStore on SQLite,
-ThreadPoolExecutor), side by side in one process, the same N and the same worker count. Also the CPU
-an idle node spends holding 10,000 schedules none of which is due for an hour.
+ThreadPoolExecutor) in this process, and APScheduler 4 (SQLAlchemyDataStore on SQLite through aiosqlite,
+thread pool) in its own venv (see aps4.py), round by round in the same run, with the same N and the same
+worker count. Also the CPU an idle node spends holding 10,000 schedules none of which is due for an hour
+(`idle_cpu`; run.py measures idle cost per process, see bench_idle.py).
 
     python bench/bench_throughput.py [--quick] [--jobs N] [--rounds R] [--json PATH]
 """
@@ -11,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
-import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -22,22 +21,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aps3
+import aps4
+from common import WORKERS, NoOp, Row, log, machine, median, table
+
 from cronwright.clock import ManualClock, SystemClock
 from cronwright.events import MemorySink
-from cronwright.model import AtSchedule, CronSchedule, Job, Occurrence, Outcome, Result
+from cronwright.model import AtSchedule, CronSchedule, Job
 from cronwright.node import Node, NodeSettings
 from cronwright.store.sqlite import SqliteStore
 from cronwright.timing.cron import CronExpression
-
-WORKERS = 16
-
-
-class NoOp:
-    def run(self, job: Job, occurrence: Occurrence) -> Result:
-        return Result(Outcome.OK)
-
-    def close(self) -> None:
-        pass
 
 
 def one_shot(index: int, due: datetime) -> Job:
@@ -72,7 +65,9 @@ def cronwright_round(jobs: int, folder: Path) -> float:
     while node.run_pass().fired or node.in_flight():
         node.wait_for_runs()
     elapsed = time.perf_counter() - started
-    assert store.counts()["done"] == jobs, store.counts()
+    counts = store.counts()
+    if counts["done"] != jobs or len(store.runs(None, jobs + 1)) != jobs:
+        raise RuntimeError(f"cronwright did not finish every one-shot exactly once: {counts}")
     node.stop()
     store.close()
     return elapsed
@@ -81,9 +76,6 @@ def cronwright_round(jobs: int, folder: Path) -> float:
 def apscheduler_round(jobs: int, folder: Path) -> float:
     """Seconds from the due instant until APScheduler has run every job and removed it from its store."""
     from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
-    from apscheduler.executors.pool import ThreadPoolExecutor
-    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-    from apscheduler.schedulers.background import BackgroundScheduler
 
     done = threading.Event()
     count = 0
@@ -96,23 +88,21 @@ def apscheduler_round(jobs: int, folder: Path) -> float:
             if count == jobs:
                 done.set()
 
-    scheduler = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(url=f"sqlite:///{folder / 'aps.db'}")},
-        executors={"default": ThreadPoolExecutor(WORKERS)},
-        job_defaults={"misfire_grace_time": None, "coalesce": False, "max_instances": 1},
-        timezone="UTC",
-    )
+    scheduler = aps3.scheduler(folder / "aps.db")
     scheduler.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
     scheduler.start(paused=True)
     # Paused, so every job is stored before any runs; all are due by the time the scheduler resumes,
-    # as the cronwright round's are at its first pass.
+    # as the cronwright round's are at its first pass. One job is added through the API; the N are its
+    # copies, written in one transaction (add_job commits each, ~10 ms apiece: setup, not the round).
     due = datetime.now(UTC)
-    for index in range(jobs):
-        scheduler.add_job(noop, "date", run_date=due, id=f"job-{index}")
+    template = scheduler.add_job(aps3.noop, "date", run_date=due, id="template")
+    state = template.__getstate__()
+    scheduler.remove_job("template")
+    aps3.insert_due(folder / "aps.db", state, "job-", jobs, due)
     store = scheduler._jobstores["default"]
     started = time.perf_counter()
     scheduler.resume()
-    if not done.wait(600):
+    if not done.wait(1800):
         raise RuntimeError(f"APScheduler ran only {count} of {jobs} jobs")
     # The outcome is durable when the one-shot is gone from the job store.
     while store.get_next_run_time() is not None:
@@ -122,12 +112,11 @@ def apscheduler_round(jobs: int, folder: Path) -> float:
     return elapsed
 
 
-def noop() -> None:
-    pass
-
-
 def idle_cpu(schedules: int, seconds: float, folder: Path) -> dict[str, float]:
-    """CPU seconds and passes per minute of a node holding `schedules` that come due only in an hour."""
+    """CPU seconds and passes per minute of a node holding `schedules` that come due only in an hour.
+
+    In-process (the whole process's CPU is counted): bench_idle.py measures it in a child of its own.
+    """
     store = SqliteStore(folder / "idle.db")
     now = datetime.now(UTC)
     later = now + timedelta(hours=1)
@@ -145,8 +134,6 @@ def idle_cpu(schedules: int, seconds: float, folder: Path) -> dict[str, float]:
         return original()
 
     node.run_pass = counting_pass  # type: ignore[method-assign]
-    node.boot()
-    passes = 0
     thread = threading.Thread(target=node.serve_forever, daemon=True)
     before = resource.getrusage(resource.RUSAGE_SELF)
     thread.start()
@@ -159,53 +146,92 @@ def idle_cpu(schedules: int, seconds: float, folder: Path) -> dict[str, float]:
     return {"cpu_seconds_per_minute": cpu * 60 / seconds, "passes_per_minute": passes * 60 / seconds}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer jobs and rounds; under a minute")
-    parser.add_argument("--jobs", type=int)
-    parser.add_argument("--rounds", type=int)
-    parser.add_argument("--idle-seconds", type=float)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    options = parser.parse_args()
-    jobs = options.jobs or (2000 if options.quick else 10_000)
-    rounds = options.rounds or (1 if options.quick else 3)
-    idle_seconds = options.idle_seconds or (10.0 if options.quick else 60.0)
-    ours, theirs = [], []
+def rows(jobs: int, rounds: int, aps4_jobs: int | None = None) -> list[Row]:
+    """Round by round: cronwright, APScheduler 3.11, APScheduler 4; medians and ratios.
+
+    APScheduler 4 fires some tens of jobs a second here, so a full run gives it a smaller N
+    (`aps4_jobs`), and cronwright runs that N too in the same rounds: each row compares equal work.
+    """
+    aps4_jobs = aps4_jobs or jobs
+    aps4_version, aps4_error = aps4.ensure_venv()
+    ours: list[float] = []
+    ours4: list[float] = []
+    theirs3: list[float] = []
+    theirs4: list[float] = []
     for round_no in range(rounds):
         with tempfile.TemporaryDirectory() as folder:
             ours.append(cronwright_round(jobs, Path(folder)))
         with tempfile.TemporaryDirectory() as folder:
-            theirs.append(apscheduler_round(jobs, Path(folder)))
-        print(
-            f"round {round_no + 1}: cronwright {ours[-1]:.2f}s, APScheduler 3.11 {theirs[-1]:.2f}s",
-            file=sys.stderr,
+            theirs3.append(apscheduler_round(jobs, Path(folder)))
+        if aps4_version and not aps4_error:
+            if aps4_jobs == jobs:
+                ours4.append(ours[-1])
+            else:
+                with tempfile.TemporaryDirectory() as folder:
+                    ours4.append(cronwright_round(aps4_jobs, Path(folder)))
+            with tempfile.TemporaryDirectory() as folder:
+                try:
+                    theirs4.append(aps4.throughput_round(aps4_jobs, WORKERS, Path(folder))["seconds"])
+                except Exception as error:
+                    aps4_error = str(error).strip().splitlines()[-1][:200]
+        log(
+            f"throughput round {round_no + 1}/{rounds}: {jobs}: cronwright {ours[-1]:.2f}s, "
+            f"APScheduler 3.11 {theirs3[-1]:.2f}s; {aps4_jobs}: "
+            + (
+                f"cronwright {ours4[-1]:.2f}s, APScheduler 4 {theirs4[-1]:.2f}s"
+                if theirs4 and not aps4_error
+                else f"APScheduler 4 {aps4_error}"
+            )
         )
+    details = {"rounds": rounds, "workers": WORKERS}
+    result = [
+        Row(
+            f"throughput: {jobs:,} one-shots due at once",
+            "firings/s",
+            "higher",
+            jobs / median(ours),
+            "APScheduler 3.11",
+            jobs / median(theirs3),
+            details={**details, "jobs": jobs, "cronwright_seconds": ours, "peer_seconds": theirs3},
+        ),
+        Row(
+            f"throughput: {aps4_jobs:,} one-shots due at once",
+            "firings/s",
+            "higher",
+            aps4_jobs / median(ours4) if ours4 else None,
+            f"APScheduler {aps4_version or '4'}",
+            aps4_jobs / median(theirs4) if theirs4 and not aps4_error else None,
+            note=f"peer unavailable: {aps4_error}" if aps4_error else "",
+            details={**details, "jobs": aps4_jobs, "cronwright_seconds": ours4, "peer_seconds": theirs4},
+        ),
+    ]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer jobs and rounds")
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--aps4-jobs", type=int, help="APScheduler 4's N (default: 2,000; --quick: --jobs)")
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--idle-seconds", type=float)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    options = parser.parse_args()
+    jobs = options.jobs or (200 if options.quick else 10_000)
+    rounds = options.rounds or (1 if options.quick else 3)
+    idle_seconds = options.idle_seconds or (10.0 if options.quick else 60.0)
+    found = rows(jobs, rounds, options.aps4_jobs or (None if options.quick else 2000))
     with tempfile.TemporaryDirectory() as folder:
         idle = idle_cpu(10_000, idle_seconds, Path(folder))
-    ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
-    result = {
-        "jobs": jobs,
-        "rounds": rounds,
-        "workers": WORKERS,
-        "cronwright_seconds": ours_median,
-        "cronwright_firings_per_second": jobs / ours_median,
-        "apscheduler3_seconds": theirs_median,
-        "apscheduler3_firings_per_second": jobs / theirs_median,
-        "ratio": theirs_median / ours_median,
-        "idle_10k": idle,
-        "machine": f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}",
-    }
-    print(f"{'row':44} {'cronwright':>12} {'peer':>12} {'ratio':>8}")
+    print(table(found))
     print(
-        f"{f'{jobs} one-shots due at once, firings/s':44} {result['cronwright_firings_per_second']:12.0f} "
-        f"{result['apscheduler3_firings_per_second']:12.0f} {result['ratio']:7.1f}x  (peer: APScheduler 3.11)"
+        f"idle node, 10k schedules (in-process): {idle['cpu_seconds_per_minute']:.4f} CPU s/min, "
+        f"{idle['passes_per_minute']:.1f} passes/min"
     )
-    print(f"{'idle node, 10k schedules: CPU s/min':44} {idle['cpu_seconds_per_minute']:12.4f}")
-    print(f"{'idle node, 10k schedules: passes/min':44} {idle['passes_per_minute']:12.1f}")
     if options.json:
         options.json.parent.mkdir(parents=True, exist_ok=True)
-        options.json.write_text(json.dumps(result, indent=2) + "\n")
+        document = {"rows": [row.as_dict() for row in found], "idle_10k": idle, "machine": machine()}
+        options.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

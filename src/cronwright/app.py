@@ -55,7 +55,13 @@ def build(
         runner,
         clock or SystemClock(),
         events,
-        NodeSettings(settings.misfire_grace, settings.max_concurrency, settings.shutdown_grace),
+        NodeSettings(
+            settings.misfire_grace,
+            settings.max_concurrency,
+            settings.shutdown_grace,
+            lease_beat=settings.lease_beat,
+            lease_ttl=settings.lease_ttl,
+        ),
     )
     limits = Limits(settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace)
     service = Service(node, allowlist, limits)

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cronwright.errors import ConfigError, Invalid
 from cronwright.sources import Source
+from cronwright.store.base import LEASE_BEAT, LEASE_TTL
 from cronwright.timing.durations import parse_duration
 from cronwright.timing.zones import system_zone_name, zone
 
@@ -53,11 +54,32 @@ class NodeConfig(_Strict):
     listen: str = "127.0.0.1:8765"
     shutdown_grace: Duration = timedelta(seconds=30)
     secrets_file: str | None = None
+    # Leases over runs in flight (see cronwright.store.base): a node beats every `lease_beat` while it
+    # runs something, and one silent for `lease_ttl` is taken for dead. Shorter only for tests.
+    lease_beat: Duration = LEASE_BEAT
+    lease_ttl: Duration = LEASE_TTL
 
-    @field_validator("max_lifetime", "min_period", "misfire_grace", "shutdown_grace", mode="before")
+    @field_validator(
+        "max_lifetime",
+        "min_period",
+        "misfire_grace",
+        "shutdown_grace",
+        "lease_beat",
+        "lease_ttl",
+        mode="before",
+    )
     @classmethod
     def _durations(cls, value: object) -> timedelta:
         return _duration(value)
+
+    @model_validator(mode="after")
+    def _lease(self) -> NodeConfig:
+        if self.lease_ttl < 3 * self.lease_beat:
+            raise ValueError(
+                "lease_ttl must be at least 3 times lease_beat, so that a late beat or two never"
+                " makes a live node look dead"
+            )
+        return self
 
     @field_validator("zone")
     @classmethod

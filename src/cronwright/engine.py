@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from cronwright.errors import JobNotActive, JobNotPaused, JobRunning, JobTerminal
+from cronwright.errors import Invalid, JobNotActive, JobNotPaused, JobRunning, JobTerminal
 from cronwright.events import Event, EventKind
 from cronwright.model import (
     AtSchedule,
@@ -25,6 +25,7 @@ from cronwright.model import (
     PausedBy,
     Result,
     Run,
+    Schedule,
     State,
 )
 from cronwright.timing.every import count_on_grid, latest_on_grid, next_on_grid
@@ -70,6 +71,8 @@ def upcoming(job: Job, after: datetime) -> datetime | None:
     An `every` schedule stays on the grid anchored at its current `next_run_at`.
     """
     schedule = job.schedule
+    if schedule_problem(schedule) is not None:
+        return None  # a corrupt stored schedule has no next occurrence (and must not be walked)
     if isinstance(schedule, CronSchedule):
         return schedule.expression.next_after(after, zone(schedule.tz))
     if isinstance(schedule, EverySchedule):
@@ -78,6 +81,28 @@ def upcoming(job: Job, after: datetime) -> datetime | None:
             return anchor
         return next_on_grid(anchor, schedule.period, after)
     return None
+
+
+def schedule_problem(schedule: Schedule) -> str | None:
+    """Why a stored schedule cannot be read, or None.
+
+    The service writes only valid schedules, but a row can be edited behind its back (or by a later
+    release). Such a schedule has no next occurrence, so rows show `next_run_at: null` with this text
+    as `schedule_error`, and a pass turns the job `failed` instead of walking it (DESIGN semantic 10).
+    """
+    problem: str | None = None
+    if isinstance(schedule, CronSchedule):
+        problem = schedule.expression.problem()
+        if problem is None:
+            try:
+                zone(schedule.tz)
+            except Invalid as refusal:
+                problem = refusal.message
+    elif isinstance(schedule, EverySchedule) and schedule.period <= timedelta(0):
+        problem = f"the period {schedule.period} is not positive"
+    if problem is None:
+        return None
+    return f"the stored schedule cannot be read: {problem}"
 
 
 def _within_life(job: Job, instant: datetime | None) -> datetime | None:
@@ -89,6 +114,8 @@ def arm(job: Job, now: datetime) -> Job:
     schedule = job.schedule
     if isinstance(schedule, AtSchedule):
         first: datetime | None = schedule.at
+    elif schedule_problem(schedule) is not None:
+        first = None  # a corrupt stored schedule (a renewal of such a job, say) never comes due
     elif isinstance(schedule, EverySchedule):
         first = now + schedule.period
     else:
@@ -106,8 +133,22 @@ def tend(job: Job, now: datetime, rules: Rules) -> Decision:
     if job.state in (State.ACTIVE, State.PAUSED) and now >= job.ends_at:
         return _expire(job)
     if job.state is State.ACTIVE and job.next_run_at is not None and job.next_run_at <= now:
+        problem = schedule_problem(job.schedule)
+        if problem is not None:
+            return _corrupt(job, problem)
         return _due(job, now, rules)
     return Decision(job)
+
+
+def _corrupt(job: Job, problem: str) -> Decision:
+    """A due job whose stored schedule cannot be read: it has no next occurrence, so it ends `failed`
+    (DESIGN semantic 10), and the occurrence it was armed for is skipped rather than run on a guess.
+    """
+    failed = job.evolve(state=State.FAILED, next_run_at=None, paused_by=None)
+    event = _event(
+        EventKind.JOB_SKIPPED, job, reason="schedule_error", count=1, due=job.next_run_at, error=problem
+    )
+    return Decision(failed, events=(event,))
 
 
 def _expire(job: Job) -> Decision:
@@ -145,6 +186,8 @@ def _due(job: Job, now: datetime, rules: Rules) -> Decision:
 def _latest_and_count(job: Job, due: datetime, now: datetime) -> tuple[datetime, int]:
     """The latest occurrence in [due, now], and how many there are (capped for cron)."""
     schedule = job.schedule
+    if schedule_problem(schedule) is not None:
+        return due, 1  # a corrupt stored schedule is not walked: `due` counts once
     if isinstance(schedule, EverySchedule):
         latest = latest_on_grid(due, schedule.period, now)
         assert latest is not None
@@ -297,6 +340,9 @@ def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
     job = job.evolve(in_flight=None, state=State.ACTIVE, consecutive_failures=failures)
     if job.one_shot:
         return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED, next_run_at=None))
+    if schedule_problem(job.schedule) is not None:
+        # Its stored schedule became unreadable while it ran: no next occurrence, and not a natural end.
+        return Decision(job.evolve(state=State.FAILED, next_run_at=None))
     if job.next_run_at is None and upcoming(job, now) is None:
         # No further occurrence exists at all: a recurring job turns terminal only here.
         return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED))
@@ -307,34 +353,6 @@ def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
     if now >= job.ends_at:
         return _expire(job)
     return Decision(job)
-
-
-def too_late(job: Job, occurrence: Occurrence, now: datetime, rules: Rules) -> bool:
-    """Whether a claimed occurrence that waited for a slot has missed its start (DESIGN semantic 8).
-
-    A firing beyond max_concurrency waits for a slot; one that has not started when its grace ends
-    was missed. Coalesce runs it anyway (it is the one catch-up), and so does a one-shot, a manual
-    run, or a retry (its occurrence already started).
-    """
-    return (
-        occurrence.attempt == 1
-        and not occurrence.manual
-        and not job.one_shot
-        and job.misfire is Misfire.SKIP
-        and now - occurrence.scheduled_for > rules.misfire_grace
-    )
-
-
-def miss(job: Job | None, occurrence: Occurrence, now: datetime, rules: Rules) -> Decision | None:
-    """Releases a claimed occurrence that never started because its grace ran out while it waited."""
-    flight = job.in_flight if job is not None else None
-    if job is None or flight is None or flight.fire_id != occurrence.fire_id or flight.node != rules.node:
-        return None if job is None else Decision(job)
-    released = job.evolve(in_flight=None, state=State.ACTIVE, skipped_misfire=job.skipped_misfire + 1)
-    event = _event(EventKind.JOB_SKIPPED, job, reason="misfire", count=1, due=occurrence.scheduled_for)
-    if now >= job.ends_at:
-        return Decision(released, events=(event,)).then(_expire(released))
-    return Decision(released, events=(event,))
 
 
 def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
@@ -398,6 +416,10 @@ def run_now(job: Job, now: datetime, rules: Rules) -> Decision:
     """
     if job.state is not State.ACTIVE:
         _refuse_unless_active(job, "run now")
+    problem = schedule_problem(job.schedule)
+    if problem is not None:
+        # Its run would end the job `failed` anyway (see `_conclude`); the refusal says how to repair it.
+        raise Invalid("schedule", f"'{job.name}' cannot run: {problem}; update it with a valid schedule")
     if isinstance(job.schedule, EverySchedule):
         job = job.evolve(next_run_at=_within_life(job, now + job.schedule.period))
     elif job.one_shot:

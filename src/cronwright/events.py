@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 
 class EventKind(StrEnum):
@@ -61,12 +61,23 @@ class MemorySink:
         return [event.kind for event in self.events]
 
 
+# Runs last from milliseconds (an http ping) to hours (a backup): buckets from 50ms to 6h.
+RUN_SECONDS_BUCKETS = (0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 6 * 3600, float("inf"))
+
+
 class MetricsSink:
     """Prometheus counters, one per event kind, labelled where a label has few values."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.runs = Counter(
             "cronwright_runs", "Attempts finished, by outcome.", ["outcome"], registry=registry
+        )
+        self.run_seconds = Histogram(
+            "cronwright_run_duration_seconds",
+            "How long finished attempts took, by outcome.",
+            ["outcome"],
+            buckets=RUN_SECONDS_BUCKETS,
+            registry=registry,
         )
         self.skips = Counter(
             "cronwright_skips", "Occurrences skipped, by reason.", ["reason"], registry=registry
@@ -83,7 +94,11 @@ class MetricsSink:
 
     def emit(self, event: Event) -> None:
         if event.kind is EventKind.JOB_RUN:
-            self.runs.labels(outcome=str(event.fields.get("outcome", "unknown"))).inc()
+            outcome = str(event.fields.get("outcome", "unknown"))
+            self.runs.labels(outcome=outcome).inc()
+            took_ms = event.fields.get("took_ms")
+            if isinstance(took_ms, int) and not isinstance(took_ms, bool):
+                self.run_seconds.labels(outcome=outcome).observe(max(0, took_ms) / 1000)
         elif event.kind is EventKind.JOB_SKIPPED:
             count = event.fields.get("count", 1)
             self.skips.labels(reason=str(event.fields.get("reason", "unknown"))).inc(

@@ -78,9 +78,14 @@ def mapping(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
-def scalar_map(data: Mapping[str, Any], key: str) -> dict[str, str | int | float | bool | None]:
-    """A flat map of scalars (for `origin`): a nested value or a non-finite number is refused."""
+def scalar_map(
+    data: Mapping[str, Any], key: str, limit: int = 4096
+) -> dict[str, str | int | float | bool | None]:
+    """A flat map of scalars (for `origin`): a nested value, a non-finite number, or a map larger than
+    `limit` bytes (it is stored with the job and shown in every row) is refused."""
     value = mapping(data, key)
+    if len(repr(value)) > limit:
+        raise Invalid(key, f"'{key}' is larger than {limit} bytes; keep it to a few short labels")
     for inner, item in value.items():
         if isinstance(item, float) and not math.isfinite(item):
             raise Invalid(key, f"'{key}.{inner}' must be a finite number")

@@ -14,8 +14,9 @@ import queue
 import secrets
 import socket
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from cronwright import engine
@@ -29,10 +30,12 @@ from cronwright.store.resilient import ResilientStore, Write
 
 log = logging.getLogger("cronwright.node")
 
-# How many due jobs one read of the store takes; a pass reads again until nothing due is left.
-DUE_BATCH = 2000
+# Beyond the free slots, how many more due jobs one read of the store takes (for skips and expiries).
+DUE_CHUNK = 64
 # How many times a compare-and-swap that lost to another writer is read and decided again.
 CAS_TRIES = 5
+# A failed pass is tried again after 1 s, then 2, 4, ... up to this many seconds.
+RETRY_MAX = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,9 @@ class NodeSettings:
     # An idle node still wakes this often, to see changes made by processes that could not wake it
     # and to notice another node's death. Once a minute keeps `status` honest and costs nothing.
     safety_interval: timedelta = timedelta(seconds=60)
+    # A node with runs in flight beats at least every `lease_beat`; one silent for `lease_ttl` is dead.
+    lease_beat: timedelta = LEASE_BEAT
+    lease_ttl: timedelta = LEASE_TTL
 
 
 @dataclass(slots=True)
@@ -75,8 +81,7 @@ class Node:
         self._events = events
         self._pool = ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="cronwright-run")
         self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
-        # A result of None means the occurrence waited past its grace for a slot and never started.
-        self._finished: queue.SimpleQueue[tuple[Occurrence, Result | None]] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[tuple[Occurrence, Result]] = queue.SimpleQueue()
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -93,9 +98,12 @@ class Node:
         """One scheduling pass at the clock's now: record what finished, recover, fire what is due."""
         with self._lock:
             now = self.clock.now()
-            self._beat(now)
+            # Finished runs are recorded before the beat: while the store fails (a full disk), the beat
+            # raises and fails the pass, but the outcomes are already kept in memory by then (`degraded`,
+            # visible to reads) and flushed by a later pass, instead of waiting unseen in the queue.
             self.record_finished()
             self.store.flush()
+            self._beat(now)
             report = PassReport()
             self._recover(now, report)
             if not self._stopping.is_set():
@@ -103,25 +111,40 @@ class Node:
             return report
 
     def _beat(self, now: datetime, force: bool = False) -> None:
-        if force or self._running or self._last_beat is None or now - self._last_beat >= LEASE_BEAT:
+        beat = self.settings.lease_beat
+        if force or self._last_beat is None or now - self._last_beat >= beat:
             self.store.beat(self.id, now)
             self._last_beat = now
 
     def _recover(self, now: datetime, report: PassReport) -> None:
-        for job in self.store.orphans(now, LEASE_TTL):
+        for job in self.store.orphans(now, self.settings.lease_ttl):
             flight = job.in_flight
             assert flight is not None
             if flight.node == self.id:
                 continue
             why = f"node {flight.node} stopped renewing its lease, so its run was interrupted"
             decision = engine.interrupt(job, now, self.rules, why)
-            if self._write([decision])[0] is not Write.LOST:
+            # Written like a claim (kept nowhere if it fails): several nodes may recover one orphan at
+            # once, and the loser's `interrupted` run is a second record of the attempt, which the store
+            # refuses whole. Kept in memory, it would be retried, and refused, forever. Not kept, the
+            # loser simply finds the job recovered; after an outage the next pass finds the orphan again.
+            if self.store.save([decision.job], decision.runs, keep=False)[0] is Write.DURABLE:
+                self._emit(decision)
                 report.recovered.append(flight.fire_id)
 
     def _tend_due(self, now: datetime, report: PassReport) -> None:
+        """Decides every due job, claiming firings while slots are free.
+
+        Beyond max_concurrency a firing waits for a slot unclaimed: its job stays due, and the pass that
+        follows a finished run fires it, or, once its grace has passed, applies the misfire policy. So a
+        crash can only ever interrupt runs that had started, never a queue of claimed ones. A pass reads
+        the due jobs in small chunks and stops when the slots run out, so its cost follows the slots,
+        not the number of jobs waiting.
+        """
         seen: set[int] = set()
         while True:
-            batch = [job for job in self.store.due(now, DUE_BATCH) if job.id not in seen]
+            free = self.settings.max_concurrency - len(self._running)
+            batch = [job for job in self.store.due(now, max(free, 0) + DUE_CHUNK) if job.id not in seen]
             if not batch:
                 return
             seen.update(job.id for job in batch)
@@ -129,9 +152,8 @@ class Node:
             decisions = [engine.tend(job, now, self.rules) for job in batch]
             # A job with nothing to do here (it woke for a lifetime check that is not yet due) is left alone.
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
-            # Every firing due in this pass is claimed in this pass; beyond max_concurrency it waits
-            # for a worker slot, and one whose grace runs out while it waits is released as missed.
-            claims = [d for d in decisions if d.fire is not None]
+            firing = [d for d in decisions if d.fire is not None]
+            claims = firing[: max(free, 0)]
             self._write(settled)
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
             won = self.store.save([d.job for d in claims], keep=False) if claims else []
@@ -142,6 +164,8 @@ class Node:
                     assert decision.fire is not None
                     self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
+            if len(claims) < len(firing):
+                return  # out of slots: the rest waits, due, for the pass after a run finishes
 
     def _write(self, decisions: list[engine.Decision]) -> list[Write]:
         """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
@@ -163,13 +187,10 @@ class Node:
         self._running[job.id] = (occurrence, future)
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
-        """Runs on a worker thread once a slot is free; `fired_at` becomes the instant it really starts."""
-        now = self.clock.now()
-        result: Result | None = None
+        """Runs on a worker thread; a claim never exceeds the free slots, so it starts at once."""
         if self._stopping.is_set():
             result = Result(Outcome.INTERRUPTED, "the node shut down before this run could start")
-        elif not engine.too_late(job, occurrence, now, self.rules):
-            occurrence = replace(occurrence, fired_at=now)
+        else:
             try:
                 result = self._runner.run(job, occurrence)
             except Exception as error:
@@ -181,7 +202,7 @@ class Node:
     def record_finished(self) -> int:
         """Records every attempt that has finished, in one transaction where it can. Returns how many."""
         with self._lock:
-            done: list[tuple[Occurrence, Result | None]] = []
+            done: list[tuple[Occurrence, Result]] = []
             while True:
                 try:
                     done.append(self._finished.get_nowait())
@@ -203,19 +224,13 @@ class Node:
             return len(done)
 
     def _record(
-        self, done: list[tuple[Occurrence, Result | None]], now: datetime, with_runs: bool
-    ) -> list[tuple[Occurrence, Result | None]]:
+        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool
+    ) -> list[tuple[Occurrence, Result]]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
-        decided: list[tuple[Occurrence, Result | None, engine.Decision]] = []
+        decided: list[tuple[Occurrence, Result, engine.Decision]] = []
         runs: list[Run] = []
         for occurrence, result in done:
-            job = self.store.get(occurrence.job_id)
-            if result is None:
-                decision = engine.miss(job, occurrence, now, self.rules)
-                if decision is not None:
-                    decided.append((occurrence, result, decision))
-                continue
-            decision = engine.finish(job, occurrence, result, now, self.rules)
+            decision = engine.finish(self.store.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
                 # The job was deleted meanwhile: the run reaches the history, the job stays gone.
                 runs.append(engine.run_of(occurrence, result, now, self.id))
@@ -223,7 +238,7 @@ class Node:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
         written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [])
-        lost: list[tuple[Occurrence, Result | None]] = []
+        lost: list[tuple[Occurrence, Result]] = []
         for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
             if outcome is Write.LOST:
                 lost.append((occurrence, result))
@@ -235,15 +250,37 @@ class Node:
         return len(self._running)
 
     def wait_for_runs(self, timeout: float | None = None) -> None:
-        """Blocks until every attempt this node started has finished and been recorded."""
+        """Blocks until every attempt this node started has finished and been recorded.
+
+        It beats meanwhile: a process with no scheduling loop (a `tick`) must still renew its lease, or
+        the next process would take its live runs for dead. TimeoutError after `timeout` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        beat = self.settings.lease_beat.total_seconds()
         while True:
             with self._lock:
                 futures = [future for _, future in self._running.values()]
             if not futures:
                 return
-            for future in futures:
-                future.result(timeout)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError(f"{len(futures)} runs still in flight")
+            wait(futures, min(beat, remaining) if remaining is not None else beat, FIRST_COMPLETED)
             self.record_finished()
+            with self._lock:
+                self._beat(self.clock.now())
+
+    def tick(self) -> PassReport:
+        """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
+        for one; then it waits for every run it started and records it."""
+        report = self.run_pass()  # its first beat announces the node, as boot's does
+        while self._running:
+            self.wait_for_runs()
+            more = self.run_pass()  # claims what waited for a slot, or came due meanwhile
+            report.fired += more.fired
+            report.skipped += more.skipped
+            report.recovered += more.recovered
+        return report
 
     # --- operator actions that need the node --------------------------------------------------
 
@@ -286,23 +323,48 @@ class Node:
         if next_wake is not None:
             deadlines.append(next_wake)
         if self._running:
-            deadlines.append(now + LEASE_BEAT)
+            deadlines.append(now + self.settings.lease_beat)
         return max(0.0, (min(deadlines) - now).total_seconds())
 
     def serve_forever(self) -> None:
-        """Runs passes until `stop()`. Between passes it sleeps until the next due instant or a wake-up."""
-        self.boot()
+        """Runs passes until `stop()`. Between passes it sleeps until the next due instant or a wake-up.
+
+        A store that can announce changes (`watch`, as PostgreSQL's LISTEN/NOTIFY) wakes the node when
+        another node or process changes a job; without it, such changes land at the next safety wake-up.
+        """
+        watch = getattr(self.store.inner, "watch", None)
+        stop_watching = watch(self.wake) if callable(watch) else None
+        try:
+            self._serve()
+        finally:
+            if stop_watching is not None:
+                stop_watching()
+
+    def _serve(self) -> None:
+        booted, failures = False, 0
         while not self._stopping.is_set():
-            self._wake.wait(self.seconds_until_next_pass())
-            self._wake.clear()
-            if self._stopping.is_set():
-                break
             try:
-                self.run_pass()
-            except Exception:
-                # A pass that failed (the store was unreachable, say) is tried again; the node lives on.
-                log.exception("a scheduling pass failed; trying again shortly")
-                self._stopping.wait(1.0)
+                if booted:
+                    self._wake.wait(self.seconds_until_next_pass())
+                    self._wake.clear()
+                    if self._stopping.is_set():
+                        break
+                    self.run_pass()
+                else:
+                    self.boot()
+                    booted = True
+                failures = 0
+            except Exception as error:
+                # A pass that failed (the store was unreachable, say) is tried again, with backoff; the
+                # node lives on. Nothing fired on what it read: a claim is a write the store must accept.
+                failures += 1
+                delay = min(RETRY_MAX, 2.0 ** min(failures - 1, 8))
+                if failures == 1:
+                    log.exception("a scheduling pass failed; trying again in %.0fs", delay)
+                else:
+                    log.warning("a scheduling pass failed again (%d in a row): %s", failures, error)
+                self._stopping.wait(delay)
+                self._wake.set()
 
     def stop(self) -> None:
         """Stops claiming, lets runs in flight finish within the shutdown grace, and interrupts the rest."""

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cronwright.errors import InvalidJson, MessageTooLarge, Refusal, StoreError, UnknownAction
+from cronwright.errors import (
+    InvalidJson,
+    MessageTooLarge,
+    Refusal,
+    StoreCorrupt,
+    StoreError,
+    UnknownAction,
+)
 from cronwright.service import Service
 from cronwright.sources import Source
 
@@ -67,7 +76,7 @@ class Protocol:
                 f"the message is {len(raw)} bytes; the limit is {self.max_message_bytes} (max_message_bytes)"
             ).reply()
         try:
-            request = json.loads(raw, parse_constant=_refuse_constant)
+            request = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
         except (ValueError, RecursionError) as error:
             return InvalidJson(f"the message is not valid JSON: {str(error)[:200]}").reply()
         return self.dispatch(request, source)
@@ -78,18 +87,22 @@ class Protocol:
         try:
             if not isinstance(request, dict):
                 raise InvalidJson('the message must be a JSON object such as {"action": "list"}')
-            if _depth(request) > MAX_DEPTH:
-                raise InvalidJson(f"the message nests deeper than {MAX_DEPTH} levels")
+            # The request_id first, so that every refusal of an object, even of a hostile one, echoes it.
             request_id = _request_id(request)
+            problem = _not_json(request)
+            if problem is not None:
+                raise InvalidJson(problem)
             reply = self._act(request, source)
         except Refusal as refusal:
             reply = refusal.reply()
         except StoreError as error:
             log.warning("store failure: %s", error)
+            # A damaged store stays damaged: "try again" would send the caller round in circles.
+            advice = "restore it from a backup" if isinstance(error, StoreCorrupt) else "try again"
             reply = {
                 "ok": False,
                 "error": "store_unavailable",
-                "message": f"the store failed: {error}; try again",
+                "message": f"the store failed: {error}; {advice}",
             }
         if request_id is not None:
             reply["request_id"] = request_id
@@ -110,23 +123,68 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e999 would become inf: not JSON either, and no reply could carry it back.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def _request_id(request: Mapping[str, Any]) -> str | None:
     value = request.get("request_id")
     if value is None:
         return None
     if not isinstance(value, str):
         raise Refusal("'request_id' must be a string of at most 200 bytes", field="request_id")
-    if len(value.encode("utf-8", "surrogatepass")) > REQUEST_ID_LIMIT:
+    if _SURROGATE.search(value):
+        raise Refusal("'request_id' must be Unicode text: it holds a lone surrogate", field="request_id")
+    if len(value.encode("utf-8")) > REQUEST_ID_LIMIT:
         raise Refusal(f"'request_id' is longer than {REQUEST_ID_LIMIT} bytes", field="request_id")
     return value
 
 
-def _depth(value: object, level: int = 0) -> int:
-    """How deep a decoded value nests; it stops counting past the limit, so it is cheap on hostile input."""
+# A lone UTF-16 surrogate: JSON's "\ud800" escape decodes to one, but it is not Unicode text, and no
+# store, log or reply could encode it as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT_LIMIT = 10**4000
+
+
+def _not_json(value: object, level: int = 0) -> str | None:
+    """What makes a decoded request more than plain JSON, or None: nesting past MAX_DEPTH, a lone
+    surrogate in a string, a number that is not finite (NaN, from a Python caller) or an integer too long
+    to print, a key that is not a string, or a value of no JSON type. It stops at the first problem, so
+    it is cheap on hostile input."""
     if level > MAX_DEPTH:
-        return level
+        return f"the message nests deeper than {MAX_DEPTH} levels"
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            return "the message holds a lone surrogate (such as \\ud800), which is not Unicode text"
+        return None
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        # Python neither prints nor parses integers past 4300 digits (sys.int_info): one that only an
+        # in-process caller can pass would fail every refusal, row and store write that shows it.
+        return (
+            None
+            if -_INT_LIMIT < value < _INT_LIMIT
+            else "an integer of more than 4000 digits is out of range"
+        )
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a JSON number"
     if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return "every key of a JSON object is a string"
+            problem = _not_json(key, level + 1) or _not_json(item, level + 1)
+            if problem is not None:
+                return problem
+        return None
     if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+        for item in value:
+            problem = _not_json(item, level + 1)
+            if problem is not None:
+                return problem
+        return None
+    return f"a {type(value).__name__} is not a JSON value"

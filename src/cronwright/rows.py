@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cronwright.engine import schedule_problem
 from cronwright.model import AtSchedule, CronSchedule, Job, Run, Schedule
 from cronwright.timing.durations import format_duration
 from cronwright.timing.iso import render
@@ -28,6 +29,9 @@ def schedule_row(schedule: Schedule, zone: ZoneInfo) -> dict[str, Any]:
 
 def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
     last = job.last_run
+    # A schedule edited into something unreadable behind the service's back has no next occurrence:
+    # the row says so, and why (an extension of the contract, see docs/protocol.md).
+    schedule_error = schedule_problem(job.schedule)
     return {
         "id": job.id,
         "name": job.name,
@@ -38,7 +42,8 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         "schedule": schedule_row(job.schedule, zone),
         "state": job.state.value,
         "paused_by": job.paused_by.value if job.paused_by else None,
-        "next_run_at": _iso(job.next_run_at, zone),
+        "next_run_at": None if schedule_error else _iso(job.next_run_at, zone),
+        "schedule_error": schedule_error,
         "ends_at": _iso(job.ends_at, zone),
         "last_run": None
         if last is None

@@ -6,6 +6,7 @@ reply's fields. A refusal raises a `Refusal` and changes nothing.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from cronwright.errors import (
     ImmutableField,
     Invalid,
     JobRunning,
+    LifetimeTooLong,
     NameTaken,
     NotFound,
     PeriodTooShort,
@@ -70,6 +72,9 @@ class Service:
         self.store = node.store
         self.allowlist = allowlist
         self.limits = limits
+        # Serializes a create's dedupe, quota and name checks with its insert, so concurrent creates
+        # (HTTP and MCP run in threads) cannot slip past a source's max_schedules together.
+        self._create_lock = threading.Lock()
 
     @property
     def zone(self) -> ZoneInfo:
@@ -111,10 +116,13 @@ class Service:
         limit = fields.integer(request, "limit", 1, 1000, default=20)
         if request.get("job_id") is not None or request.get("name") is not None:
             runs = self.store.runs(self.job(request, source).id, limit)
+        elif source.operator:
+            runs = self.store.runs(None, limit)
         else:
-            visible = {job.id for job in self.store.jobs() if source.sees(job.created_by)}
-            runs = [run for run in self.store.runs(None, limit * 4 if not source.operator else limit)]
-            runs = [run for run in runs if source.operator or run.job_id in visible][:limit]
+            # A source's own jobs only: each one's newest runs, merged newest first.
+            mine = [job for job in self.store.jobs() if source.sees(job.created_by)]
+            runs = [run for job in mine for run in self.store.runs(job.id, limit)]
+            runs = sorted(runs, key=lambda run: run.finished_at, reverse=True)[:limit]
         return {"runs": [run_row(run, self.zone) for run in runs]}
 
     def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -126,14 +134,23 @@ class Service:
                 "zone": self.zone.key,
                 "store": self.store.description,
                 "persistence": self.store.persistence.value,
+                # Whether the store can be reached, and what troubles it (PostgreSQL), or "ok".
+                "store_state": getattr(self.store.inner, "state", "ok"),
                 "peers": [
                     {"node": beat.node, "last_beat": render(beat.beat_at, self.zone)}
                     for beat in self.store.beats()
                 ],
             },
-            "counts": self.store.counts(),
+            "counts": self.store.counts() if source.operator else self._own_counts(source),
             "running": self.node.in_flight(),
         }
+
+    def _own_counts(self, source: Source) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        for job in self.store.jobs():
+            if source.sees(job.created_by):
+                counts[job.state.value] += 1
+        return counts
 
     def preview(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         tz = fields.text(request, "tz", required=False)
@@ -199,21 +216,32 @@ class Service:
             period = parse_duration(raw["every"], "schedule.every")
         floor = max(self.limits.min_period, source.min_period or timedelta(0))
         if period < floor:
+            whose = (
+                f"source '{source.name}'s min_period"
+                if source.min_period is not None and source.min_period >= self.limits.min_period
+                else "the node's min_period"
+            )
             raise PeriodTooShort(
-                f"a period of {format_duration(period)} is shorter than the floor of "
-                f"{format_duration(floor)}; "
-                f"use at least {format_duration(floor)}",
+                f"a period of {format_duration(period)} is shorter than {whose} of "
+                f"{format_duration(floor)}; use at least {format_duration(floor)}",
                 min_period=format_duration(floor),
             )
         return EverySchedule(period)
 
     def _lifetime(self, spec: object, source: Source, now: datetime) -> datetime:
         ceiling = self.limits.max_lifetime
+        whose = "the node's max_lifetime"
         if source.max_lifetime is not None and source.max_lifetime < ceiling:
             ceiling = source.max_lifetime
+            whose = f"source '{source.name}'s max_lifetime"
         if spec is None:
             return now + ceiling
-        return resolve_end(spec, now, self.zone, ceiling)
+        try:
+            return resolve_end(spec, now, self.zone, ceiling)
+        except LifetimeTooLong as refusal:
+            raise LifetimeTooLong(
+                f"{refusal.message} ({whose})", max_lifetime=format_duration(ceiling)
+            ) from None
 
     def _args(self, data: Mapping[str, Any], target: str, action: str) -> dict[str, Any]:
         args = fields.mapping(data, "args")
@@ -283,23 +311,27 @@ class Service:
             origin=fields.scalar_map(data, "origin") or {"source": source.name},
             **self._knobs(data, None),
         )
-        if dedupe_key is not None:
-            existing = self._deduped(dedupe_key, once, source)
-            if existing is not None:
-                return {"job": self.row(existing), "deduped": True}
-        if isinstance(schedule, AtSchedule) and schedule.at >= ends_at:
-            raise Invalid(
-                "run_at", "'run_at' is at or after the end of the job's lifetime; give a longer lifetime"
-            )
-        self._check_quota(source)
-        if self.store.find(name) is not None:
-            raise NameTaken(f"a job named '{name}' exists; choose another name or delete it first")
-        stored = self.store.insert(engine.arm(job, now))
+        with self._create_lock:
+            if dedupe_key is not None:
+                existing = self._deduped(dedupe_key, once, source)
+                if existing is not None:
+                    return {"job": self.row(existing), "deduped": True}
+            if isinstance(schedule, AtSchedule) and schedule.at >= ends_at:
+                raise Invalid(
+                    "run_at", "'run_at' is at or after the end of the job's lifetime; give a longer lifetime"
+                )
+            self._check_quota(source)
+            if self.store.find(name) is not None:
+                raise NameTaken(f"a job named '{name}' exists; choose another name or delete it first")
+            stored = self.store.insert(engine.arm(job, now))
         self.node.wake()
         return {"job": self.row(stored), "persistence": self.store.persistence.value}
 
     def _deduped(self, key: str, once: bool, source: Source) -> Job | None:
-        rows = self.store.with_dedupe_key(key)
+        # Keys are per source: another source's job is neither returned nor counted.
+        rows = [
+            (job, deleted) for job, deleted in self.store.with_dedupe_key(key) if source.sees(job.created_by)
+        ]
         live = [job for job, deleted in rows if not deleted and job.state.live]
         if live:
             return live[-1]
@@ -355,6 +387,8 @@ class Service:
             # A changed schedule re-arms from the moment of the update.
             updated = engine.arm(updated.evolve(schedule=schedule), now)
         if "lifetime" in changes:
+            if not job.state.live:
+                self._check_quota(source)  # a renewal brings the job back to life: it counts again
             updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
         elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
             updated = updated.evolve(next_run_at=None)
@@ -382,6 +416,10 @@ class Service:
         return {"job": self.row(gone or job), "persistence": persistence.value}
 
     def tick(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        report = self.node.run_pass()
-        self.node.wait_for_runs()
+        if not source.operator:
+            # A pass waits for every run it starts, whoever owns it: a remote source must not hold a worker.
+            raise Invalid(
+                "action", "'tick' is for the local operator (`cronwright tick`); the node runs its passes"
+            )
+        report = self.node.tick()
         return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}

@@ -427,7 +427,6 @@ def test_open_store_reads_each_url_form(tmp_path: Path, monkeypatch: pytest.Monk
 @pytest.mark.parametrize(
     ("url", "words"),
     [
-        ("postgresql://user:hunter2@db/cron", "PostgreSQL store is not available yet"),
         ("mysql://user:hunter2@db/cron", "scheme 'mysql' is not understood"),
         ("sqlite://relative.db", "names no database file"),
         ("sqlite:///", "names no database file"),

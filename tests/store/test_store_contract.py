@@ -1,11 +1,12 @@
 """The one store test suite: every guarantee in `cronwright.store.base`, run against every backend.
 
-A backend joins by adding a case to `backend` below (a PostgreSQL case needs only an `open` that
-connects to a scratch database).
+A backend joins by adding a case to `backend` below. PostgreSQL runs on the server that
+$CRONWRIGHT_TEST_POSTGRES names, in a scratch schema per test (and skips, saying so, without it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+import pg
 from cronwright.errors import NameTaken, StoreError
 from cronwright.model import (
     AtSchedule,
@@ -55,16 +57,29 @@ class Backend:
         return store
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    if request.param == "memory":
-        made = Backend("memory", Persistence.MEMORY_ONLY, False, MemoryStore)
-    else:
-        path = tmp_path / "contract.db"
-        made = Backend("sqlite", Persistence.PERSISTED, True, lambda history: SqliteStore(path, history))
-    yield made
-    for store in made.opened:
-        store.close()
+    with contextlib.ExitStack() as cleanup:
+        if request.param == "memory":
+            made = Backend("memory", Persistence.MEMORY_ONLY, False, MemoryStore)
+        elif request.param == "sqlite":
+            path = tmp_path / "contract.db"
+            made = Backend("sqlite", Persistence.PERSISTED, True, lambda history: SqliteStore(path, history))
+        else:
+            from cronwright.store.postgres import LeaseClock, PostgresStore
+
+            url = cleanup.enter_context(pg.scratch_url())  # dropped after the stores below are closed
+            # These tests move time by the `now` they pass, as a manual clock does, so leases are judged
+            # on that clock here. Nodes judge them on the database's (test_postgres.py proves that mode).
+            made = Backend(
+                "postgres",
+                Persistence.PERSISTED,
+                True,
+                lambda history: PostgresStore(url, history, lease_clock=LeaseClock.CALLER),
+            )
+        yield made
+        for store in made.opened:
+            store.close()
 
 
 @pytest.fixture

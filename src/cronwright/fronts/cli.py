@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -27,6 +27,9 @@ from cronwright.timing.durations import parse_duration
 from cronwright.timing.iso import parse_instant
 from cronwright.timing.preview import preview as preview_firings
 from cronwright.timing.zones import zone
+
+if TYPE_CHECKING:
+    from cronwright.fronts.http import Serving
 
 Reply = dict[str, Any]
 
@@ -208,7 +211,7 @@ def status(runtime: Runtime, as_json: bool) -> None:
                 ("node", node["id"]),
                 ("now", node["now"]),
                 ("zone", node["zone"]),
-                ("store", f"{node['store']} ({node['persistence']})"),
+                ("store", f"{node['store']} ({node['persistence']}; {node.get('store_state', 'ok')})"),
                 ("jobs", counts or "none"),
                 ("running", str(reply["running"])),
                 ("nodes", peers),
@@ -450,8 +453,7 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
 def tick(runtime: Runtime, as_json: bool) -> None:
     """Runs one scheduling pass now, waits for the runs it started, and exits."""
     app = runtime.app(boot=True)
-    report = app.node.boot()
-    app.node.wait_for_runs()
+    report = app.node.tick()
     reply: Reply = {
         "ok": True,
         "fired": len(report.fired),
@@ -464,8 +466,9 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 @cli.command()
 @pass_runtime
 def serve(runtime: Runtime) -> None:
-    """Runs the node until SIGINT or SIGTERM."""
+    """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
     app = runtime.app(boot=True)
+    http = _http_server(app)
     runner = app.node._runner
     warm = getattr(runner, "warm", None)
     if callable(warm):
@@ -483,9 +486,48 @@ def serve(runtime: Runtime) -> None:
     click.echo(f"cronwright node {app.node.id} serving {where} ({counts}); Ctrl-C stops it", err=True)
     loop = threading.Thread(target=app.node.serve_forever, name="cronwright-node", daemon=True)
     loop.start()
-    while not stop.wait(1.0) and loop.is_alive():
+    try:
+        http.start()
+    except RuntimeError as error:
+        fail(str(error))
+    click.echo(f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp)", err=True)
+    while not stop.wait(1.0) and loop.is_alive() and http.alive:
         pass
-    click.echo("stopping: no new claims; waiting for runs in flight", err=True)
+    click.echo("stopping: no new requests or claims; waiting for runs in flight", err=True)
+    http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
+
+
+def _http_server(app: App) -> Serving:
+    """The HTTP app, on a socket bound now: a bad or busy node.listen fails before anything runs."""
+    from cronwright.fronts.http import Serving, create_app, parse_listen
+
+    listen = app.config.node.listen
+    try:
+        return Serving(create_app(app, host=parse_listen(listen)[0]), listen)
+    except (ValueError, OSError) as error:
+        fail(f"cannot listen on {listen} (node.listen): {error}")
+
+
+@cli.command("mcp")
+@click.option(
+    "--source",
+    "source_name",
+    metavar="NAME",
+    help="Act as this configured source (default: the local operator, who may use every target).",
+)
+@pass_runtime
+def mcp_stdio(runtime: Runtime, source_name: str | None) -> None:
+    """An MCP server over stdio, acting as a configured source."""
+    from cronwright.fronts.mcp import serve_stdio
+
+    source = operator()
+    if source_name is not None:
+        try:
+            source = runtime.config.source(source_name)
+        except ConfigError as error:
+            fail(str(error))
+    app = runtime.app()
+    serve_stdio(app.protocol, app.node, source, lambda action: wake_local_nodes(app.node.store))
 
 
 @cli.command()

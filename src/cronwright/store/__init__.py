@@ -11,7 +11,10 @@ from cronwright.store.sqlite import SqliteStore
 
 __all__ = ["MemoryStore", "SqliteStore", "Store", "open_store"]
 
-_FORMS = "use 'memory:', 'sqlite:///relative/path.db' or 'sqlite:////absolute/path.db'"
+_FORMS = (
+    "use 'memory:', 'sqlite:///relative/path.db', 'sqlite:////absolute/path.db'"
+    " or 'postgresql://user@host:5432/database[?schema=NAME]'"
+)
 
 
 def open_store(url: str, run_history: int = 100) -> Store:
@@ -23,11 +26,23 @@ def open_store(url: str, run_history: int = 100) -> Store:
         return MemoryStore(run_history)
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme in ("postgresql", "postgres"):
-        raise ConfigError(f"the PostgreSQL store is not available yet; {_FORMS}")
+        return _postgres(url, run_history)
     if scheme == "sqlite":
         return SqliteStore(_sqlite_path(url), run_history)
     shown = f"a URL with scheme '{scheme}'" if scheme else f"'{url}'"
     raise ConfigError(f"the store {shown} is not understood; {_FORMS}")
+
+
+def _postgres(url: str, run_history: int) -> Store:
+    # Imported here: psycopg is the optional `postgres` extra, which SQLite users need not install.
+    try:
+        from cronwright.store.postgres import PostgresStore
+    except ImportError as error:
+        raise ConfigError(
+            f"the PostgreSQL store needs psycopg ({error.name} is missing): "
+            "pip install 'cronwright[postgres]'"
+        ) from None
+    return PostgresStore(url, run_history)
 
 
 def _sqlite_path(url: str) -> Path:

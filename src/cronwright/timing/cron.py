@@ -22,6 +22,7 @@ one space: " @daily " becomes "0 0 * * *" and "0 9 * jan mon-fri" becomes "0 9 *
 from __future__ import annotations
 
 import re
+import reprlib
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -292,6 +293,19 @@ def _problem(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def _stored_problem(text: str) -> str | None:
+    """Why a stored text is not an expression as `parse` writes it (normalized and valid), or None."""
+    try:
+        normalized = _normalize(text, "cron")
+    except Invalid as refusal:
+        return refusal.message
+    if normalized != text:
+        # The walks read the text as stored, and cronsim reads no macros: only the written form is safe.
+        return f"cron expression {text!r} is not in the form cronwright stores ({normalized!r})"
+    return _problem(text)
+
+
 # -- the zone's offset changes ----------------------------------------------------------------------
 
 
@@ -403,6 +417,16 @@ class CronExpression:
         expression = object.__new__(cls)
         object.__setattr__(expression, "text", text)
         return expression
+
+    def problem(self) -> str | None:
+        """Why this expression cannot be walked, or None. Only one read back with `stored` can have one: a
+        row edited behind the service's back. Its walks must not run (cronsim would raise), so the engine
+        asks first. Cached per text, so listing many rows of few expressions costs a lookup each.
+        """
+        text: object = self.text
+        if not isinstance(text, str):
+            return f"the stored expression {reprlib.repr(text)} is not a string but a {type(text).__name__}"
+        return _stored_problem(text)
 
     @classmethod
     def parse(cls, text: object, field: str = "cron") -> CronExpression:

@@ -1,0 +1,119 @@
+"""APScheduler 3.11 as the benchmarks set it up: SQLAlchemyJobStore on SQLite, a ThreadPoolExecutor.
+
+Its job functions live here, so that the textual references APScheduler pickles ("aps3:noop") resolve in
+every process that imports this module from bench/.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.util import datetime_to_utc_timestamp
+from common import WORKERS
+
+# Job defaults that make APScheduler run every job however late (its default grace is 1 s, which would
+# drop jobs queued behind a busy pool), with no coalescing: the same work cronwright does.
+JOB_DEFAULTS = {"misfire_grace_time": None, "coalesce": False, "max_instances": 1}
+
+
+def noop(*_: object) -> None:
+    pass
+
+
+STARTS: dict[str, float] = {}
+STARTS_LOCK = threading.Lock()
+
+
+def record_start(key: str) -> None:
+    """A job that records the wall time at which it started, for the start-latency benchmark."""
+    now = time.time()
+    with STARTS_LOCK:
+        STARTS[key] = now
+
+
+def scheduler(path: Path, workers: int = WORKERS) -> BackgroundScheduler:
+    return BackgroundScheduler(
+        jobstores={"default": SQLAlchemyJobStore(url=f"sqlite:///{path}")},
+        executors={"default": ThreadPoolExecutor(workers)},
+        job_defaults=JOB_DEFAULTS,
+        timezone="UTC",
+    )
+
+
+def job_id(prefix: str, index: int) -> str:
+    # Fixed width, so that a pickled job state can be copied with its id swapped in place.
+    return f"{prefix}{index:08d}"
+
+
+def clone_jobs(path: Path, template: str, prefix: str, start: int, count: int) -> None:
+    """Copies a job the scheduler stored, `count` times with ids prefix<start>.., in one transaction.
+
+    Only to fill a job store fast where the time to add is measured elsewhere: every copy is the template's
+    pickled state with another id, so it reads back as a job `add_job` could have made.
+    """
+    connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        next_run_time, state = connection.execute(
+            "SELECT next_run_time, job_state FROM apscheduler_jobs WHERE id = ?", (template,)
+        ).fetchone()
+        old = template.encode()
+        if state.count(old) != 1:
+            raise RuntimeError(f"the template id {template!r} is not unique in its pickled state")
+        if len(job_id(prefix, start + count - 1)) != len(template):
+            raise ValueError("clone ids must be as long as the template's")
+        rows = (
+            (new, next_run_time, state.replace(old, new.encode()))
+            for new in (job_id(prefix, index) for index in range(start, start + count))
+        )
+        connection.executemany("INSERT INTO apscheduler_jobs VALUES (?, ?, ?)", rows)
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+def insert_due(path: Path, template_state: dict[str, Any], prefix: str, count: int, due: datetime) -> None:
+    """Inserts `count` date jobs due at `due`, from a template job's state, in one transaction.
+
+    Each job gets its own id as its one argument (which `record_start` files its start under).
+    """
+    rows = []
+    stamp = datetime_to_utc_timestamp(due)
+    for index in range(count):
+        state = dict(template_state)
+        state["id"] = job_id(prefix, index)
+        state["next_run_time"] = due
+        state["trigger"] = _date_trigger(due)
+        state["args"] = (state["id"],)  # record_start files its start under the job's id
+        rows.append((state["id"], stamp, pickle.dumps(state, pickle.HIGHEST_PROTOCOL)))
+    connection = sqlite3.connect(path, isolation_level=None, timeout=60)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany("INSERT INTO apscheduler_jobs VALUES (?, ?, ?)", rows)
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+def _date_trigger(due: datetime) -> Any:
+    from apscheduler.triggers.date import DateTrigger
+
+    return DateTrigger(run_date=due, timezone="UTC")
+
+
+def count_jobs(path: Path) -> int:
+    connection = sqlite3.connect(path)
+    try:
+        (count,) = connection.execute("SELECT count(*) FROM apscheduler_jobs").fetchone()
+    finally:
+        connection.close()
+    return int(count)

@@ -1,0 +1,153 @@
+"""Runs every benchmark and prints one table: cronwright's median, its peer's median, and the ratio.
+
+    python bench/run.py [--quick]
+
+The peers run in the same run, side by side: APScheduler 3.11 from this venv, APScheduler 4 from
+bench/.venv-aps4 (made on first use), croniter and cronsim, and a fresh interpreter per run for python
+actions. Results go to bench/results/<timestamp>.json and bench/results/latest.json, with the machine.
+See bench/README.md for what each number means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import aps4
+import bench_cron
+import bench_idle
+import bench_latency
+import bench_pool
+import bench_scale
+import bench_throughput
+from common import BENCH, Row, log, machine, markdown_table, table, write_results
+
+SECTIONS = ("throughput", "latency", "scale", "idle", "cron", "pool")
+
+
+def failed(section: str, error: BaseException) -> Row:
+    """A section that broke still gets its line, saying why, and the rest of the run goes on."""
+    reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+    return Row(f"{section}: failed", "", "lower", None, "", note=f"failed: {reason[:160]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one round: under a minute")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run these sections only")
+    parser.add_argument(
+        "--schedules", type=int, help="the scale row's N (default 1,000,000; --quick 100,000)"
+    )
+    parser.add_argument(
+        "--add-sample",
+        type=int,
+        help="scale: create only this many of the N through the service, copy the rest in SQL, and estimate"
+        " the time to add N from their rate (default: all N in a full run, 1,000 in --quick)",
+    )
+    parser.add_argument("--jobs", type=int, help="the throughput row's N (default 10,000; --quick 200)")
+    options = parser.parse_args()
+    quick = options.quick
+    sections = options.only or SECTIONS
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    began = time.monotonic()
+    description = machine()
+    # Made on first use (about half a minute, once); a failure becomes the row's "peer unavailable".
+    aps4_version, aps4_missing = aps4.ensure_venv()
+    description["peers"]["APScheduler 4 (bench/.venv-aps4)"] = aps4_version or f"unavailable: {aps4_missing}"
+    log(
+        f"cronwright bench, {'quick' if quick else 'full'} run; {description['cpu']}, "
+        f"{description['cores']} cores"
+    )
+    sizes: dict[str, Any] = {
+        "throughput_jobs": options.jobs or (200 if quick else 10_000),
+        "throughput_rounds": 1 if quick else 3,
+        "throughput_aps4_jobs": options.jobs or (200 if quick else 2_000),
+        "latency_singles": 10 if quick else 50,
+        "latency_bursts": 1 if quick else 3,
+        "scale_schedules": options.schedules or (100_000 if quick else 1_000_000),
+        "cron_rounds": 3 if quick else 9,
+        "pool_rounds": 3 if quick else 7,
+        "pool_firings": 10 if quick else 40,
+        "idle_min_window_s": 0 if quick else 60,
+    }
+    runs: list[tuple[str, Callable[[], list[Row]]]] = [
+        (
+            "throughput",
+            lambda: bench_throughput.rows(
+                sizes["throughput_jobs"], sizes["throughput_rounds"], sizes["throughput_aps4_jobs"]
+            ),
+        ),
+        ("latency", lambda: bench_latency.rows(sizes["latency_singles"], 0.1, sizes["latency_bursts"], 1000)),
+        ("scale", lambda: scale(sizes["scale_schedules"], not quick, options.add_sample, details)),
+        ("cron", lambda: bench_cron.rows(sizes["cron_rounds"])),
+        ("pool", lambda: bench_pool.rows(sizes["pool_rounds"], sizes["pool_firings"])),
+    ]
+    rows: dict[str, list[Row]] = {}
+    details: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(dir=BENCH) as temporary:
+        idle = None
+        if "idle" in sections:
+            try:
+                idle = bench_idle.IdlePair(Path(temporary))
+            except Exception as error:
+                rows["idle"] = [failed("idle", error)]
+        try:
+            for section, run in runs:
+                if section not in sections:
+                    continue
+                log(f"{section} ...")
+                try:
+                    rows[section] = run()
+                except Exception as error:
+                    traceback.print_exc()
+                    rows[section] = [failed(section, error)]
+            if idle is not None:
+                time.sleep(max(0.0, sizes["idle_min_window_s"] - idle.elapsed()))
+                try:
+                    rows["idle"] = idle.finish()
+                except Exception as error:
+                    rows["idle"] = [failed("idle", error)]
+        finally:
+            if idle is not None:
+                idle.abandon()
+    ordered = [row for section in SECTIONS for row in rows.get(section, [])]
+    seconds = time.monotonic() - began
+    mode = "--quick" if quick else "full"
+    print(f"\ncronwright bench ({mode} run, {seconds:.0f} s, {stamp}); ratio above 1: cronwright better")
+    print(
+        f"{description['cpu']}, {description['cores']} cores, {description['memory_mb']} MB, "
+        f"{description['python']}; medians of runs side by side\n"
+    )
+    print(table(ordered))
+    document = {
+        "stamp": stamp,
+        "mode": mode,
+        "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]),
+        "seconds": seconds,
+        "machine": description,
+        "sizes": sizes,
+        "rows": [row.as_dict() for row in ordered],
+        "details": details,
+        "markdown": markdown_table(ordered),
+    }
+    path = write_results(document, stamp)
+    print(f"\nwritten: {path.relative_to(BENCH.parent)} and bench/results/latest.json")
+
+
+def scale(schedules: int, full: bool, add_sample: int | None, details: dict[str, Any]) -> list[Row]:
+    found, more = bench_scale.rows(schedules, full, add_sample)
+    details["scale"] = more
+    return found
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,371 @@
+"""The HTTP API: an ASGI app over the protocol, for `cronwright serve`.
+
+Routes: `POST /v1/call` (the protocol), `GET /v1/jobs`, `/v1/jobs/{name}`, `/v1/runs` and `/v1/status`
+(reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, and MCP over streamable HTTP at
+`/mcp`. Every route but `/healthz` needs `Authorization: Bearer <token>`: the token picks the configured
+source, and a missing or unknown one gets 401 with no detail.
+
+Every reply is the protocol's JSON. A refusal keeps its shape (`ok: false`, `error`, `message`, ...) and
+gets the status `STATUS` gives its code: 400 for a malformed request, 403 for what the source may not do,
+404, 409 for a state conflict, 413 for a body over `max_message_bytes`, 429 at capacity, 503 when the
+store failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import uvicorn
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from cronwright.app import App
+from cronwright.errors import Invalid, MessageTooLarge
+from cronwright.fronts import mcp as mcp_front
+from cronwright.fronts.openapi import document
+from cronwright.node import Node
+from cronwright.sources import Source
+
+SOURCE_KEY = "cronwright.source"
+OPEN_PATHS = frozenset({"/healthz"})
+
+STATUS = {
+    "invalid_json": 400,
+    "invalid": 400,
+    "unknown_action": 400,
+    "args_invalid": 400,
+    "immutable_field": 400,
+    "target_not_allowed": 403,
+    "quota_exceeded": 403,
+    "period_too_short": 403,
+    "lifetime_too_long": 403,
+    "not_found": 404,
+    "name_taken": 409,
+    "job_running": 409,
+    "job_not_paused": 409,
+    "job_not_active": 409,
+    "job_terminal": 409,
+    "message_too_large": 413,
+    "at_max_concurrency": 429,
+    "store_unavailable": 503,
+}
+
+Reply = dict[str, Any]
+
+
+def status_of(reply: Reply) -> int:
+    if reply.get("ok"):
+        return 200
+    return STATUS.get(str(reply.get("error")), 400)
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`host:port` (`[::1]:8765` for IPv6) as a host and a port; port 0 picks a free one."""
+    host, sep, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"node.listen {listen!r} is not host:port, such as 127.0.0.1:8765")
+    return host, int(port)
+
+
+# --- who is asking --------------------------------------------------------------------------------------
+
+
+class Tokens:
+    """Picks the source whose `token_sha256` is the SHA-256 of a bearer token.
+
+    The digest is compared with every source's, each with `hmac.compare_digest` and without stopping at
+    a match, so the time taken says nothing about which source, if any, matched, or how closely.
+    """
+
+    def __init__(self, sources: Iterable[Source]) -> None:
+        self._sources = [(s, s.token_sha256.encode()) for s in sources if s.token_sha256]
+
+    def source(self, authorization: str | None) -> Source | None:
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        given = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest().encode()
+        found: Source | None = None
+        for source, expected in self._sources:
+            if hmac.compare_digest(given, expected):
+                found = source
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return found
+
+
+class BearerAuth:
+    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        source = self.tokens.source(Headers(scope=scope).get("authorization"))
+        if source is None:
+            await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        scope[SOURCE_KEY] = source
+        await self.app(scope, receive, send)
+
+
+def source_of(request: object) -> Source | None:
+    """The source the bearer token picked for this request (see BearerAuth)."""
+    scope = getattr(request, "scope", None)
+    found = scope.get(SOURCE_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Source) else None
+
+
+# --- metrics --------------------------------------------------------------------------------------------
+
+
+class NodeGauges:
+    """Gauges read at scrape time: jobs by state (in the store, so across nodes) and this node's runs."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    def collect(self) -> Iterable[Metric]:
+        jobs = GaugeMetricFamily("cronwright_jobs", "Jobs by state.", labels=["state"])
+        for state, count in self._node.store.counts().items():
+            jobs.add_metric([state], count)
+        yield jobs
+        yield GaugeMetricFamily(
+            "cronwright_runs_in_flight", "Attempts running on this node now.", value=self._node.in_flight()
+        )
+
+
+# --- the app --------------------------------------------------------------------------------------------
+
+
+class _Api:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.limit = app.protocol.max_message_bytes
+        self.gauges = CollectorRegistry()
+        self.gauges.register(NodeGauges(app.node))
+
+    async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
+        source = _source(request)
+        reply = await run_in_threadpool(self.app.protocol.dispatch, fields, source)
+        return _json(reply)
+
+    async def call(self, request: Request) -> Response:
+        body = await _read_capped(request, self.limit)
+        if body is None:
+            refusal = MessageTooLarge(
+                f"the message is larger than the limit of {self.limit} bytes (max_message_bytes)"
+            )
+            return _json(refusal.reply())
+        reply = await run_in_threadpool(self.app.protocol.handle, body, _source(request))
+        assert reply is not None  # BearerAuth let only known sources through
+        return _json(reply)
+
+    async def jobs(self, request: Request) -> Response:
+        return await self._read(request, "list", {"state", "target"})
+
+    async def job(self, request: Request) -> Response:
+        return await self.dispatch(request, {"action": "get", "name": request.path_params["name"]})
+
+    async def runs(self, request: Request) -> Response:
+        return await self._read(request, "history", {"name", "job_id", "limit"})
+
+    async def status(self, request: Request) -> Response:
+        return await self._read(request, "status", set())
+
+    async def _read(self, request: Request, action: str, allowed: set[str]) -> Response:
+        query = dict(request.query_params)
+        unknown = sorted(set(query) - allowed)
+        if unknown:
+            known = ", ".join(sorted(allowed)) or "none"
+            return _json(
+                Invalid(unknown[0], f"unknown query parameter '{unknown[0]}'; known: {known}").reply()
+            )
+        fields: dict[str, Any] = {k: _number(v) if k in ("job_id", "limit") else v for k, v in query.items()}
+        return await self.dispatch(request, {"action": action, **fields})
+
+    async def metrics(self, request: Request) -> Response:
+        def scrape() -> bytes:
+            return generate_latest(self.app.metrics) + generate_latest(self.gauges)
+
+        return Response(await run_in_threadpool(scrape), media_type=CONTENT_TYPE_LATEST)
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(document())
+
+
+def create_app(app: App, sources: Sequence[Source] | None = None, host: str = "127.0.0.1") -> ASGIApp:
+    """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen."""
+    if sources is None:
+        sources = [app.config.source(name) for name in app.config.sources]
+    api = _Api(app)
+    mcp_server = mcp_front.build_server(app.protocol, source_of)
+    # Stateless: each MCP request is checked on its own token, and no session outlives it.
+    mcp_server.streamable_http_app(
+        stateless_http=True, json_response=True, max_request_body_size=api.limit, host=host
+    )
+    manager = mcp_server.session_manager
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    starlette = Starlette(
+        routes=[
+            Route("/v1/call", api.call, methods=["POST"]),
+            _get("/v1/jobs", api.jobs),
+            _get("/v1/jobs/{name}", api.job),
+            _get("/v1/runs", api.runs),
+            _get("/v1/status", api.status),
+            _get("/metrics", api.metrics),
+            _get("/healthz", api.healthz),
+            _get("/openapi.json", api.openapi),
+            Route("/mcp", StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"]),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+        lifespan=lifespan,
+    )
+    return BearerAuth(starlette, Tokens(sources))
+
+
+def _get(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    return Route(path, endpoint, methods=["GET"])
+
+
+def _source(request: Request) -> Source:
+    found = source_of(request)
+    assert found is not None, "BearerAuth runs before every route that needs a source"
+    return found
+
+
+def _json(reply: Reply) -> JSONResponse:
+    return JSONResponse(reply, status_code=status_of(reply))
+
+
+def _number(text: str) -> int | str:
+    """A query parameter that must be a whole number; anything else goes on, to be refused by name."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else text
+
+
+async def _read_capped(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed `limit`: from Content-Length, or while reading."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    code = "not_found" if error.status_code == 404 else "invalid"
+    message = f"no route {request.method} {request.url.path}; /openapi.json lists the routes"
+    return JSONResponse({"ok": False, "error": code, "message": message}, status_code=error.status_code)
+
+
+async def _crash(request: Request, error: Exception) -> Response:
+    # The traceback goes to the server's log, never to the client.
+    return JSONResponse(
+        {"ok": False, "error": "internal", "message": "the server failed on this request; see its log"},
+        status_code=500,
+    )
+
+
+# --- serving --------------------------------------------------------------------------------------------
+
+
+class Serving:
+    """An ASGI app served by uvicorn on a thread, on a socket bound at construction, so that a bad or busy
+    address fails at once, in the caller's thread."""
+
+    def __init__(self, asgi: ASGIApp, listen: str) -> None:
+        self._socket = _bind(*parse_listen(listen))
+        config = uvicorn.Config(
+            asgi, lifespan="on", log_level="warning", access_log=False, timeout_graceful_shutdown=5
+        )
+        self._server = _Uvicorn(config)
+        self._thread = threading.Thread(target=self._run, name="cronwright-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Starts serving; returns once the server accepts requests, or raises if it could not start."""
+        self._thread.start()
+        self._server.up.wait(timeout)
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError(f"the HTTP server on {self.url} did not start; see the log")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stops accepting, lets requests in progress finish (at most 5 s), and closes the socket."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._socket.close()
+
+    def _run(self) -> None:
+        try:
+            self._server.run(sockets=[self._socket])
+        finally:
+            self._server.up.set()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    # IPPROTO_TCP, not 0 as socket.create_server has it: asyncio sets TCP_NODELAY only on connections of a
+    # socket that says it is TCP, and without it every small reply waits 40 ms for a delayed ACK.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, which tells when it is up instead of being polled."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.up.set()

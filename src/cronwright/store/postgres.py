@@ -1,0 +1,721 @@
+"""The PostgreSQL store: one schedule set shared by several nodes on one database.
+
+Schema. Every table lives in one PostgreSQL schema (`cronwright` unless the URL says `?schema=NAME`),
+reached through each connection's search_path, so two stores in one database never meet. The schema is
+created or upgraded at open, inside one transaction that holds an advisory lock on its name: nodes that
+boot together wait for each other, and the second finds the work done.
+
+Claims. Every job write is the compare-and-swap `UPDATE ... WHERE id = $id AND version = $read AND NOT
+deleted` (see `_SAVE_JOB` for why it is not `FOR UPDATE SKIP LOCKED`), and the unique key on runs
+`(job_id, fire_id, attempt)` refuses a second record of one attempt even if a lease were mis-handled.
+
+Leases. By default they are judged on the database's clock, the one clock every node shares: a beat
+stamps the row with `now()`, and `orphans` compares with `now() - ttl`, so a node whose own clock is off
+never takes a live node's runs for dead, and is never taken for dead itself. See docs/postgres.md.
+
+Wake-ups. A transaction that changes a job NOTIFYs the schema's channel when it commits; `watch` LISTENs
+on a dedicated connection and wakes the node (see `postgres_listen`).
+
+Threads: a connection pool. Every method checks a connection out for one transaction (or, for a read of
+one statement, for that statement) and gives it back. A connection the server dropped is replaced by the
+pool; the call that met the broken one fails with StoreError, and the caller's next call gets a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.errors import UniqueViolation
+from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from cronwright.errors import NameTaken, StoreCorrupt, StoreError
+from cronwright.model import Job, Persistence, Run, State
+from cronwright.store.base import LEASE_TTL, NodeBeat
+from cronwright.store.codec import job_data, read_job, read_run, run_data
+from cronwright.store.postgres_listen import Listener
+
+log = logging.getLogger("cronwright.store")
+
+DEFAULT_SCHEMA = "cronwright"
+# pg_advisory_xact_lock(class, key): the class is "CrWt", the key the schema name's hash.
+_LOCK_CLASS = int.from_bytes(b"CrWt", "big")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes"})
+# A node whose clock differs from the database's by more than this is told so (logs and `state`).
+SKEW_WARNING = timedelta(seconds=2)
+# Defaults for what the URL does not set. A dead server is found by TCP keepalives within about a
+# minute even when no packet says so, and a boot against an unreachable host gives up after 10 s.
+_CONNECT_DEFAULTS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+    "application_name": "cronwright",
+}
+
+
+class LeaseClock(StrEnum):
+    """Which clock judges a lease."""
+
+    DATABASE = "database"  # the server's now(): one clock for every node (the default)
+    CALLER = "caller"  # the `now` each call passes, as SqliteStore does (tests on a manual clock)
+
+
+_JOB_COLUMNS = "id, version, data"
+_INSERT_JOB = (
+    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data)"
+    " VALUES (%s, %s, %s, %s, %s, %s, 1, %s) RETURNING id"
+)
+# The claim, and every other job write, is this conditional update, and not a `SELECT ... FOR UPDATE
+# SKIP LOCKED` followed by an update. A pass has already read its due jobs (a snapshot, with their
+# versions), so the write only has to prove that nobody wrote the row since. Under READ COMMITTED a
+# second writer of the same row waits for the first one's commit, then re-checks this WHERE against
+# the row the first one committed: the version moved, so it updates nothing and reports the claim
+# lost. Exactly one writer of a version wins, without a lock held across the read, the decision and
+# the write. SKIP LOCKED would instead answer "lost" while the first writer might still roll back,
+# which would leave an occurrence unclaimed until the next pass; and it buys nothing here, because
+# nodes do not hand out work from a queue: each one decides from its own read. Rows are updated in id
+# order, so two nodes claiming overlapping batches wait for each other but never deadlock.
+_SAVE_JOB = (
+    "UPDATE jobs SET name = %s, state = %s, dedupe_key = %s, target = %s, wake_at = %s,"
+    " flight_node = %s, data = %s, version = version + 1"
+    " WHERE id = %s AND version = %s AND NOT deleted RETURNING id"
+)
+_INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)"
+_PRUNE_RUNS = (
+    "DELETE FROM runs WHERE seq IN (SELECT seq FROM ("
+    " SELECT seq, row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, seq DESC) AS newest"
+    " FROM runs WHERE job_id = ANY(%s)) AS ranked WHERE newest > %s)"
+)
+_BEAT = (
+    "INSERT INTO nodes (node, beat_at, started_at, db_beat_at, db_started_at)"
+    " VALUES (%s, %s, %s, now(), now())"
+    " ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at, db_beat_at = excluded.db_beat_at"
+    " RETURNING now()"
+)
+_ORPHANS = (
+    f"SELECT {_JOB_COLUMNS} FROM jobs"
+    " WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s"
+    " AND flight_node NOT IN (SELECT node FROM nodes WHERE {beat} > {cutoff}) ORDER BY id"
+)
+
+
+# -- the schema ------------------------------------------------------------------------------------
+
+
+def _sql_dir() -> Traversable:
+    return resources.files("cronwright.store").joinpath("sql", "postgres")
+
+
+@cache
+def schema_sql() -> str:
+    """The fresh schema, as in `sql/postgres/schema.sql`."""
+    text: str = _sql_dir().joinpath("schema.sql").read_text(encoding="utf-8")
+    return text
+
+
+@cache
+def migrations() -> tuple[tuple[int, str], ...]:
+    """The numbered migrations as (version, sql), from 1 up, with no gap (a gap is a packaging error)."""
+    found = sorted(
+        (int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
+        for entry in _sql_dir().joinpath("migrations").iterdir()
+        if entry.name.endswith(".sql")
+    )
+    numbers = [number for number, _ in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise StoreError(f"the PostgreSQL migrations are not numbered 1..n without gaps: {numbers}")
+    return tuple(found)
+
+
+def schema_version() -> int:
+    """The schema version this code writes: the number of the last migration."""
+    return len(migrations())
+
+
+def upgrade(connection: psycopg.Connection[Any], version: int) -> None:
+    """Applies the migrations after `version` on the connection's search_path, and records each.
+
+    The caller holds the transaction (and the advisory lock): a migration and its record commit together.
+    """
+    for number, script in migrations()[version:]:
+        connection.execute(script)
+        connection.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (number,))
+
+
+def _create(connection: psycopg.Connection[Any]) -> None:
+    connection.execute(schema_sql())
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO schema_migrations (version) VALUES (%s)",
+            [(number,) for number in range(1, schema_version() + 1)],
+        )
+
+
+def quoted(name: str) -> str:
+    """`name` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def channel_of(schema: str) -> str:
+    """The NOTIFY channel of a store's schema (an identifier: at most 63 bytes)."""
+    channel = f"cronwright_{schema}"
+    if len(channel) > 63:
+        channel = "cronwright_" + hashlib.sha256(schema.encode()).hexdigest()[:40]
+    return channel
+
+
+# -- URLs ------------------------------------------------------------------------------------------
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """libpq's URL without cronwright's own `schema` parameter, and the schema that parameter named."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [value for key, value in query if key == "schema"]
+    rest = [(key, value) for key, value in query if key != "schema"]
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), (named[-1] if named else None)
+
+
+def masked(url: str) -> str:
+    """The URL with any password replaced by `***`, for `status` and error messages."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        credentials, host = netloc.rsplit("@", 1)
+        if ":" in credentials:
+            credentials = credentials.split(":", 1)[0] + ":***"
+        netloc = f"{credentials}@{host}"
+    query = [
+        (key, "***" if key == "password" else value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+    ]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, quote_via=quote, safe="*")))
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _unreachable(error: psycopg.Error) -> bool:
+    """Whether the error says the server could not be reached (rather than that it refused the SQL)."""
+    if isinstance(error, PoolTimeout):
+        return True
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state.startswith("57P")
+
+
+# -- the store -------------------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """The Store protocol on one PostgreSQL schema (see the module docstring for how each guarantee holds).
+
+    `url` is a libpq URL (`postgresql://user@host:5432/db`), optionally with `?schema=NAME`; `schema`
+    overrides it. The server must be reachable now: an unreachable one, or a schema that holds something
+    else, is a StoreError whose message is one line.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        run_history: int = 100,
+        *,
+        schema: str | None = None,
+        lease_clock: LeaseClock | str = LeaseClock.DATABASE,
+        pool_size: int = 8,
+        timeout: float = 10.0,
+    ) -> None:
+        if run_history < 0:
+            raise ValueError(f"run_history must be 0 or more, not {run_history}")
+        self._conninfo, named = split_url(url)
+        self._description = masked(url)
+        self._schema = schema or named or DEFAULT_SCHEMA
+        if not _SCHEMA_NAME.match(self._schema):
+            raise StoreError(
+                f"the schema name {self._schema!r} of {self._description} is not a plain SQL name:"
+                " use letters, digits and underscores, at most 63"
+            )
+        self._run_history = run_history
+        self._lease_clock = LeaseClock(lease_clock)
+        self._channel = channel_of(self._schema)
+        # This store's mark on its notifications, so its own listener can tell them from other nodes'.
+        self._token = secrets.token_hex(8)
+        try:
+            given = conninfo_to_dict(self._conninfo)
+        except psycopg.Error as err:
+            raise StoreError(
+                f"{self._description} is not a PostgreSQL URL libpq reads: {_one_line(err)}"
+            ) from err
+        self._kwargs: dict[str, Any] = {k: v for k, v in _CONNECT_DEFAULTS.items() if k not in given}
+        self._lock = threading.Lock()
+        self._trouble: tuple[datetime, str] | None = None
+        self._skew: timedelta | None = None
+        self._listeners: list[Listener] = []
+        self._prepare()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = ConnectionPool(
+            self._conninfo,
+            kwargs={**self._kwargs, "autocommit": True},
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            configure=self._configure,
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            name=f"cronwright-{self._schema}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+        except (psycopg.Error, PoolTimeout) as err:
+            self._pool.close()
+            self._pool = None
+            raise StoreError(
+                f"cannot reach the PostgreSQL store {self._description}: {_one_line(err)}"
+            ) from err
+
+    @property
+    def persistence(self) -> Persistence:
+        return Persistence.PERSISTED
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def schema(self) -> str:
+        return self._schema
+
+    @property
+    def channel(self) -> str:
+        return self._channel
+
+    @property
+    def state(self) -> str:
+        """How the store fares, for `status`: reachable or since when not, listening, and clock skew."""
+        with self._lock:
+            trouble, skew, listeners = self._trouble, self._skew, list(self._listeners)
+        parts = ["connected"]
+        if trouble is not None:
+            parts = [f"unreachable since {trouble[0].isoformat()}: {trouble[1]}"]
+        for listener in listeners:
+            if listener.trouble is not None:
+                since, why = listener.trouble
+                parts.append(f"not listening for changes since {since.isoformat()}: {why}")
+        if skew is not None and abs(skew) > SKEW_WARNING:
+            parts.append(f"this node's clock is {skew.total_seconds():+.1f}s off the database's")
+        return "; ".join(parts)
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """Creates or upgrades the schema in one transaction, under the schema's advisory lock."""
+        try:
+            with (
+                psycopg.connect(self._conninfo, autocommit=True, **self._kwargs) as connection,
+                connection.transaction(),
+            ):
+                connection.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self._schema)
+                )
+                self._migrate(connection)
+        except psycopg.Error as err:
+            if _unreachable(err):
+                raise StoreError(
+                    f"cannot reach the PostgreSQL store {self._description}: {_one_line(err)}"
+                ) from err
+            raise StoreError(
+                f"cannot prepare the PostgreSQL store {self._description}: {_one_line(err)}"
+            ) from err
+
+    def _migrate(self, connection: psycopg.Connection[Any]) -> None:
+        exists = connection.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (self._schema,)
+        ).fetchone()
+        where = f"the schema {self._schema} of {self._description}"
+        if not exists or not exists[0]:
+            connection.execute(f"CREATE SCHEMA {quoted(self._schema)}")
+        else:
+            usable = connection.execute(
+                "SELECT has_schema_privilege(%s, 'USAGE')", (self._schema,)
+            ).fetchone()
+            if not usable or not usable[0]:
+                raise StoreError(
+                    f"{where} exists, but this login may not use it: grant it USAGE (and CREATE, for"
+                    " upgrades) on the schema, or log in as its owner"
+                )
+        connection.execute("SELECT set_config('search_path', %s, true)", (quoted(self._schema),))
+        tables = self._tables(connection)
+        if not tables:
+            _create(connection)
+        elif "schema_migrations" not in tables:
+            raise StoreCorrupt(
+                f"{where} holds tables that are not a cronwright store ({', '.join(sorted(tables))});"
+                " it was left untouched. Point the store at another schema with ?schema=NAME."
+            )
+        else:
+            row = connection.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+            version = int(row[0]) if row else 0
+            if version > schema_version():
+                raise StoreError(
+                    f"{where} has schema version {version}, newer than this cronwright knows"
+                    f" ({schema_version()}): it was written by a later release. Upgrade cronwright to"
+                    " use it; it was left untouched."
+                )
+            upgrade(connection, version)
+        missing = sorted(_TABLES - self._tables(connection))
+        if missing:
+            raise StoreCorrupt(f"{where} is damaged: its tables {', '.join(missing)} are missing")
+
+    def _tables(self, connection: psycopg.Connection[Any]) -> set[str]:
+        rows = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (self._schema,))
+        return {str(row[0]) for row in rows}
+
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        # Unqualified names reach this store's schema only; instants come back in UTC.
+        connection.execute(
+            "SELECT set_config('search_path', %s, false), set_config('TimeZone', 'UTC', false)",
+            (quoted(self._schema),),
+        )
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _session(self, write: bool) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection: in one transaction for a write, in autocommit for a one-statement read.
+
+        Any driver error becomes StoreError (the transaction rolls back whole), and is remembered for
+        `state` when it says the server was out of reach.
+        """
+        pool = self._pool
+        if pool is None:
+            raise StoreError(f"the store {self._description} is closed")
+        try:
+            with pool.connection() as connection:
+                if write:
+                    with connection.transaction():
+                        yield connection
+                else:
+                    yield connection
+        except PoolClosed as err:
+            raise StoreError(f"the store {self._description} is closed") from err
+        except psycopg.Error as err:
+            if _unreachable(err):
+                self._lost(err)
+                raise StoreError(f"the store {self._description} is unreachable: {_one_line(err)}") from err
+            raise StoreError(f"the store {self._description} failed: {_one_line(err)}") from err
+        with self._lock:
+            if self._trouble is not None:
+                log.warning("the store %s is reachable again", self._description)
+            self._trouble = None
+
+    def _lost(self, err: psycopg.Error) -> None:
+        with self._lock:
+            if self._trouble is None:
+                self._trouble = (datetime.now(UTC).replace(microsecond=0), _one_line(err)[:200])
+
+    def _notify(self, connection: psycopg.Connection[Any]) -> None:
+        # Delivered when the transaction commits, and never if it rolls back.
+        connection.execute("SELECT pg_notify(%s, %s)", (self._channel, self._token))
+
+    def _read_job(self, row: Sequence[Any]) -> Job:
+        job_id, version, data = row[0], row[1], row[2]
+        try:
+            record = dict(data)
+            record["id"], record["version"] = int(job_id), int(version)
+            return read_job(record)
+        except Exception as err:  # whatever the codec or a schedule's own check raises: the row is bad
+            raise StoreCorrupt(f"job {job_id} in {self._description} cannot be read: {err!r}") from err
+
+    def _read_run(self, data: Any) -> Run:
+        try:
+            return read_run(data)
+        except Exception as err:  # whatever the codec raises: the row is bad
+            raise StoreCorrupt(f"a run in {self._description} cannot be read: {err!r}") from err
+
+    # -- jobs --------------------------------------------------------------------------------------
+
+    def insert(self, job: Job) -> Job:
+        columns = _job_columns(job)
+        with self._session(write=True) as connection:
+            try:
+                row = connection.execute(_INSERT_JOB, columns).fetchone()
+            except UniqueViolation as err:
+                if err.diag.constraint_name == "jobs_live_name":
+                    raise _name_taken(job.name) from err
+                raise
+            self._notify(connection)
+        if row is None:  # pragma: no cover - INSERT ... RETURNING always returns the row
+            raise StoreError("the database assigned no id to a new job")
+        return job.evolve(id=int(row[0]), version=1)
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        # Encode first, so a value that cannot be stored fails before any transaction opens.
+        order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
+        updates = [(*_job_columns(jobs[index]), jobs[index].id, jobs[index].version) for index in order]
+        inserts = [
+            (run.job_id, run.fire_id, run.attempt, run.finished_at, Json(run_data(run), dumps=_encode))
+            for run in runs
+        ]
+        written = [False] * len(jobs)
+        with self._session(write=True) as connection, connection.cursor() as cursor:
+            if updates:
+                for index, won in zip(order, self._update(cursor, jobs, updates), strict=True):
+                    written[index] = won
+            if inserts:
+                try:
+                    cursor.executemany(_INSERT_RUN, inserts)
+                except UniqueViolation as err:
+                    raise StoreError(
+                        f"a run was recorded already ({_one_line(err)}): recording it again would be a"
+                        " double run, so nothing of this save was written"
+                    ) from err
+                job_ids = sorted({run.job_id for run in runs})
+                cursor.execute(_PRUNE_RUNS, (job_ids, self._run_history))
+            if any(written):
+                self._notify(connection)
+        return written
+
+    def _update(
+        self, cursor: psycopg.Cursor[Any], jobs: Sequence[Job], updates: list[tuple[Any, ...]]
+    ) -> list[bool]:
+        """Runs the compare-and-swaps (pipelined); returns, per update, whether its row was written."""
+        try:
+            cursor.executemany(_SAVE_JOB, updates, returning=True)
+        except UniqueViolation as err:
+            # A rename onto a live job's name: the unique index refuses it, atomically.
+            if err.diag.constraint_name == "jobs_live_name":
+                detail = err.diag.message_detail or ""
+                name = next((job.name for job in jobs if f"=({job.name})" in detail), "?")
+                raise _name_taken(name) from err
+            raise
+        won = []
+        while True:
+            won.append(cursor.fetchone() is not None)
+            if not cursor.nextset():
+                break
+        return won
+
+    def get(self, job_id: int) -> Job | None:
+        with self._session(write=False) as connection:
+            row = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = %s AND NOT deleted", (job_id,)
+            ).fetchone()
+        return None if row is None else self._read_job(row)
+
+    def find(self, name: str) -> Job | None:
+        with self._session(write=False) as connection:
+            row = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE name = %s AND NOT deleted", (name,)
+            ).fetchone()
+        return None if row is None else self._read_job(row)
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        with self._session(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT {_JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = %s ORDER BY id", (key,)
+            ).fetchall()
+        return [(self._read_job(row), bool(row[3])) for row in rows]
+
+    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+        query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
+        params: list[str] = []
+        if state is not None:
+            query += " AND state = %s"
+            params.append(state.value)
+        if target is not None:
+            query += " AND target = %s"
+            params.append(target)
+        with self._session(write=False) as connection:
+            rows = connection.execute(query + " ORDER BY name", params).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake.
+        with self._session(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= %s"
+                " ORDER BY wake_at, id LIMIT %s",
+                (now, max(limit, 0)),
+            ).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def next_wake(self) -> datetime | None:
+        with self._session(write=False) as connection:
+            row = connection.execute(
+                "SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL"
+            ).fetchone()
+        earliest = row[0] if row else None
+        return None if earliest is None else _utc(earliest)
+
+    def delete(self, job_id: int) -> Job | None:
+        with self._session(write=True) as connection:
+            row = connection.execute(
+                f"UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING {_JOB_COLUMNS}",
+                (job_id,),
+            ).fetchone()
+            if row is not None:
+                self._notify(connection)
+        return None if row is None else self._read_job(row)
+
+    # -- runs, beats, counts -----------------------------------------------------------------------
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+        with self._session(write=False) as connection:
+            if job_id is None:
+                rows = connection.execute(
+                    "SELECT data FROM runs ORDER BY finished_at DESC, seq DESC LIMIT %s", (max(limit, 0),)
+                ).fetchall()
+            else:
+                rows = connection.execute(
+                    "SELECT data FROM runs WHERE job_id = %s ORDER BY finished_at DESC, seq DESC LIMIT %s",
+                    (job_id, max(limit, 0)),
+                ).fetchall()
+        return [self._read_run(row[0]) for row in rows]
+
+    def beat(self, node: str, now: datetime) -> None:
+        with self._session(write=True) as connection:
+            row = connection.execute(_BEAT, (node, now, now)).fetchone()
+        if row is not None:
+            self._measure_skew(now - _utc(row[0]))
+
+    def _measure_skew(self, skew: timedelta) -> None:
+        with self._lock:
+            before, self._skew = self._skew, skew
+        was_off = before is not None and abs(before) > SKEW_WARNING
+        if abs(skew) > SKEW_WARNING and not was_off:
+            where = "ahead of" if skew > timedelta(0) else "behind"
+            log.warning(
+                "this node's clock is %.1fs %s the database's: leases are judged on the database's"
+                " clock, but this node fires jobs by its own; synchronize it (NTP)",
+                abs(skew.total_seconds()),
+                where,
+            )
+        elif was_off and abs(skew) <= SKEW_WARNING:
+            log.warning("this node's clock agrees with the database's again")
+
+    def forget(self, node: str) -> None:
+        with self._session(write=True) as connection:
+            connection.execute("DELETE FROM nodes WHERE node = %s", (node,))
+
+    def beats(self) -> list[NodeBeat]:
+        prefix = "db_" if self._lease_clock is LeaseClock.DATABASE else ""
+        with self._session(write=False) as connection:
+            rows = connection.execute(
+                f"SELECT node, {prefix}beat_at, {prefix}started_at FROM nodes"
+                f" ORDER BY {prefix}beat_at DESC, node"
+            ).fetchall()
+        return [NodeBeat(node, _utc(beat_at), _utc(started_at)) for node, beat_at, started_at in rows]
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
+        if self._lease_clock is LeaseClock.DATABASE:
+            # `now` is the caller's clock, which may be wrong; the lease is judged on the server's.
+            query = _ORPHANS.format(beat="db_beat_at", cutoff="now() - %s::interval")
+            params: tuple[Any, ...] = (State.RUNNING.value, ttl)
+        else:
+            query = _ORPHANS.format(beat="beat_at", cutoff="%s")
+            params = (State.RUNNING.value, now - ttl)
+        with self._session(write=False) as connection:
+            rows = connection.execute(query, params).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def counts(self) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        with self._session(write=False) as connection:
+            rows = connection.execute(
+                "SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state"
+            ).fetchall()
+        counts.update({str(state): int(number) for state, number in rows})
+        return counts
+
+    # -- wake-ups ----------------------------------------------------------------------------------
+
+    def watch(self, wake: Callable[[], None]) -> Listener:
+        """Calls `wake` whenever another store (another node, or a CLI) changes a job in this schema.
+
+        Listens on a dedicated connection, in a thread; a lost connection is retried with backoff, and
+        `wake` is called once it is back, since changes may have been missed meanwhile. Returns the
+        listener: calling it stops listening (so does `close`); `listening` is set while it listens.
+        """
+        if self._pool is None:
+            raise StoreError(f"the store {self._description} is closed")
+        listener = Listener(
+            self._conninfo,
+            self._kwargs,
+            self._channel,
+            self._token,
+            wake,
+            poke=self._poke,
+            forget=self._forget_listener,
+        )
+        with self._lock:
+            self._listeners.append(listener)
+        listener.start()
+        return listener
+
+    def _forget_listener(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _poke(self, payload: str) -> None:
+        """Sends one notification on the channel, best effort (it wakes a listener that should stop)."""
+        pool = self._pool
+        if pool is None:
+            return
+        with contextlib.suppress(psycopg.Error, PoolTimeout), pool.connection(timeout=2.0) as connection:
+            connection.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+
+    def close(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.stop()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _job_columns(job: Job) -> tuple[Any, ...]:
+    record = job_data(job)
+    # id and version live in their columns only, so the JSON can never disagree with them.
+    del record["id"], record["version"]
+    node = job.in_flight.node if job.in_flight is not None else None
+    return (
+        job.name,
+        job.state.value,
+        job.dedupe_key,
+        job.target,
+        job.wake_at(),
+        node,
+        Json(record, dumps=_encode),
+    )
+
+
+def _encode(record: Any) -> str:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+
+
+def _name_taken(name: str) -> NameTaken:
+    return NameTaken(f"a job named '{name}' exists; choose another name or delete it first")

@@ -1,0 +1,77 @@
+-- The fresh cronwright schema for PostgreSQL. A new store is created from this file, inside the schema
+-- the store was given (search_path points there, so no name here is schema-qualified); an older store
+-- is brought here by the numbered files in migrations/. A test proves that both roads end in the same
+-- catalog, so a change goes into both: a new migration, and this file.
+--
+-- Jobs keep their full record as codec JSON in `data`; the other columns are copies that the store
+-- filters, orders and indexes on. `id` and `version` live in columns only, so the JSON never
+-- disagrees with them.
+
+-- Which migrations this schema has had. A store newer than the code is refused, never downgraded.
+CREATE TABLE schema_migrations (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE jobs (
+    -- An identity never hands a number out twice, so a late run or a stale reply naming the id of a
+    -- deleted job never reaches a newer one.
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    -- "C": names order by code point, as on SQLite, whatever the database's locale.
+    name text COLLATE "C" NOT NULL,
+    state text NOT NULL,
+    -- Deleted rows stay, for `once` dedupe and for the history; they are never read as jobs again.
+    deleted boolean NOT NULL DEFAULT false,
+    dedupe_key text,
+    target text NOT NULL,
+    -- Job.wake_at(): when a scheduling pass next has something to do with the job.
+    wake_at timestamptz,
+    -- The node that runs the job's current attempt, if any: what a lease covers.
+    flight_node text,
+    -- The compare-and-swap counter: every write is conditional on it and bumps it.
+    version bigint NOT NULL,
+    data json NOT NULL
+);
+
+-- The name is unique among live rows only, so a name is free again once its job is deleted, and a
+-- concurrent insert of the same name fails inside the database, atomically.
+CREATE UNIQUE INDEX jobs_live_name ON jobs (name) WHERE NOT deleted;
+
+-- A scheduling pass reads only the jobs that are due: O(log n + due), whatever the number not due.
+CREATE INDEX jobs_wake ON jobs (wake_at, id) WHERE NOT deleted AND wake_at IS NOT NULL;
+
+CREATE INDEX jobs_dedupe_key ON jobs (dedupe_key, id) WHERE dedupe_key IS NOT NULL;
+
+CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
+
+-- Orphan detection looks at jobs held by a node, never at the whole table.
+CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
+
+CREATE TABLE runs (
+    -- Insertion order, the tie-break for runs that finished at the same instant.
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    -- No foreign key: a run outlives its job's deletion, and its job row is never removed anyway.
+    job_id bigint NOT NULL,
+    fire_id text NOT NULL,
+    attempt integer NOT NULL,
+    finished_at timestamptz NOT NULL,
+    data json NOT NULL,
+    -- Two rows with one key would be one attempt run twice: the database refuses the second, even if
+    -- a lease was mis-handled and two nodes both believed they held the attempt.
+    CONSTRAINT runs_once UNIQUE (job_id, fire_id, attempt)
+);
+
+CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
+
+CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+-- One row per live node: its lease over all of its runs in flight.
+CREATE TABLE nodes (
+    node text PRIMARY KEY,
+    -- As the node's own clock read them (what it passed to `beat`).
+    beat_at timestamptz NOT NULL,
+    started_at timestamptz NOT NULL,
+    -- As the database's clock read them: leases are judged on this clock, the one all nodes share.
+    db_beat_at timestamptz NOT NULL,
+    db_started_at timestamptz NOT NULL
+);

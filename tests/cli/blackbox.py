@@ -1,0 +1,190 @@
+"""Helpers for the black-box tests: a config in tmp_path, the real `cronwright` binary run as a subprocess
+(under faketime when a test gives the instant), and the files the test commands write.
+
+Every command target runs /bin/sh as its program (cronwright itself never uses a shell). The environment of
+a command holds only cronwright's own variables, so the commands run on the real clock: faketime's
+LD_PRELOAD does not reach them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CRONWRIGHT = Path(sys.executable).with_name("cronwright")
+FAKETIME = shutil.which("faketime")
+SITE = Path(__file__).parent / "faketime_site"
+TIMEOUT = 60.0  # seconds any one command may take before the test fails (a hang, not slowness)
+
+needs_faketime = pytest.mark.skipif(FAKETIME is None, reason="faketime (libfaketime) is not installed")
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    rc: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, Any]:
+        """stdout as exactly one JSON object (the protocol reply), and nothing else."""
+        lines = self.stdout.splitlines()
+        assert len(lines) == 1, f"expected one line of JSON from {self.args}, got {self.stdout!r}"
+        reply = json.loads(lines[0])
+        assert isinstance(reply, dict)
+        return reply
+
+
+def utc(instant: str) -> datetime:
+    """An ISO-8601 instant with its offset, as UTC."""
+    parsed = datetime.fromisoformat(instant)
+    assert parsed.tzinfo is not None, "give instants with their offset"
+    return parsed.astimezone(UTC)
+
+
+def faketime_spec(instant: datetime) -> str:
+    """libfaketime's "start at" form: the clock starts at `instant` (read in UTC: TZ=UTC) and then runs."""
+    return "@" + instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _sh(script: str) -> list[str]:
+    return ["/bin/sh", "-c", script]
+
+
+class Cronwright:
+    """One node's world in a folder: its config, its SQLite store, and the files its commands write."""
+
+    def __init__(self, folder: Path, **node: Any) -> None:
+        self.folder = folder
+        self.config = folder / "cronwright.toml"
+        self.store = folder / "cw.db"
+        self.log = folder / "fires.log"  # "FIRE_ID ATTEMPT" per run of sh.log, sh.fail and sh.slow
+        self.started = folder / "slow.started"  # sh.slow writes its fire_id here as it starts
+        self.release = folder / "slow.release"  # ... and waits (at most 30 s) until this file exists
+        settings = {
+            "zone": "Europe/Berlin",
+            "store": f"sqlite:///{self.store}",
+            "listen": "127.0.0.1:0",
+            **node,
+        }
+        log, started, release = (shlex.quote(str(path)) for path in (self.log, self.started, self.release))
+        record = f'echo "$CRONWRIGHT_FIRE_ID $CRONWRIGHT_ATTEMPT" >> {log}'
+        actions = {
+            "log": _sh(record),
+            "fail": _sh(f"{record}; echo failing on purpose; exit 1"),
+            "slow": _sh(
+                f'echo "$CRONWRIGHT_FIRE_ID" >> {started}; i=0; '
+                f"while [ ! -e {release} ] && [ $i -lt 600 ]; do /bin/sleep 0.05; i=$((i+1)); done; "
+                f"{record}"
+            ),
+        }
+        lines = ["[node]", *(f"{key} = {_toml(value)}" for key, value in settings.items())]
+        lines += ["", "[targets.sh]", 'kind = "command"']
+        for action, argv in actions.items():
+            lines += ["", f"[targets.sh.actions.{action}]", f"argv = {_toml(argv)}", 'timeout = "1m"']
+        self.config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    # --- running the binary ----------------------------------------------------------------------
+
+    def command(self, *args: str, at: str | None = None) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment that run `cronwright --config ... ARGS`, at the instant `at` if given."""
+        argv = [str(CRONWRIGHT), "--config", str(self.config), *args]
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("FAKETIME") and key != "LD_PRELOAD"
+        }
+        env.pop("CRONWRIGHT_CONFIG", None)
+        if at is not None:
+            assert FAKETIME is not None
+            argv = [FAKETIME, "-f", faketime_spec(utc(at)), *argv]
+            env.update(
+                TZ="UTC",
+                FAKETIME_DONT_FAKE_MONOTONIC="1",
+                PYTHONPATH=os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")])),
+            )
+        return argv, env
+
+    def run(self, *args: str, at: str | None = None, stdin: str | None = None) -> Result:
+        argv, env = self.command(*args, at=at)
+        done = subprocess.run(
+            argv,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.folder,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        return Result(tuple(args), done.returncode, done.stdout, done.stderr)
+
+    def ok(self, *args: str, at: str | None = None) -> Result:
+        result = self.run(*args, at=at)
+        assert result.rc == 0, result
+        return result
+
+    def json(self, *args: str, at: str | None = None, rc: int = 0) -> dict[str, Any]:
+        """Runs a verb with --json and returns its reply; the exit status must be `rc`."""
+        result = self.run(*args, "--json", at=at)
+        assert result.rc == rc, result
+        reply = result.json()
+        assert reply["ok"] is (rc == 0), reply
+        return reply
+
+    def popen(self, *args: str, at: str | None = None) -> subprocess.Popen[str]:
+        argv, env = self.command(*args, at=at)
+        return subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=self.folder,
+        )
+
+    # --- the verbs the scenarios use most ------------------------------------------------------------
+
+    def add(self, name: str, *options: str, action: str = "log", at: str) -> dict[str, Any]:
+        reply = self.json("add", name, "--target", "sh", "--action", action, *options, at=at)
+        job = reply["job"]
+        assert isinstance(job, dict)
+        return job
+
+    def tick(self, at: str) -> dict[str, Any]:
+        return self.json("tick", at=at)
+
+    def show(self, name: str, at: str) -> dict[str, Any]:
+        return self.json("show", name, at=at)
+
+    # --- what the commands wrote ------------------------------------------------------------------
+
+    def fires(self) -> list[str]:
+        """The "FIRE_ID ATTEMPT" lines the commands appended, in order."""
+        return self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+
+
+def _toml(value: object) -> str:
+    """A TOML value: JSON's strings, numbers and arrays are TOML too."""
+    return json.dumps(value)
+
+
+def wait_for(what: str, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Polls a condition on a real subprocess (a file it writes, a line it prints), up to `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)

@@ -1,0 +1,72 @@
+"""`cronwright serve` on the real clock: a change made by the CLI reaches it without a restart (semantic 25),
+and SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import IO
+
+from .blackbox import Cronwright, wait_for
+
+
+class Lines:
+    """Drains a pipe on a thread (so the child never blocks on it) and keeps every line it read."""
+
+    def __init__(self, pipe: IO[str] | None) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[str] | None) -> None:
+        assert pipe is not None
+        for line in pipe:
+            self._queue.put(line)
+
+    def join(self) -> None:
+        """Waits for the end of the pipe (the child has exited)."""
+        self._thread.join(10)
+
+    def saw(self, text: str) -> bool:
+        while not self._queue.empty():
+            self.seen.append(self._queue.get())
+        return any(text in line for line in self.seen)
+
+
+def soon(seconds: int) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat(timespec="seconds")
+
+
+def test_a_change_made_by_the_cli_reaches_a_running_serve(cw: Cronwright) -> None:
+    with cw.popen("serve") as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve's startup line", lambda: stderr.saw("serving"), timeout=15)
+            # An idle node sleeps until its next safety wake-up, a minute away: only a wake-up brings in
+            # these changes in time. `doomed` is removed before it comes due, a second before `soon` does.
+            doomed_at, soon_at = soon(5), soon(6)
+            cw.json("add", "doomed", "--target", "sh", "--action", "log", "--at", doomed_at)
+            assert cw.json("remove", "doomed")["job"]["state"] == "active", "removed before it ran"
+            cw.json("add", "soon", "--target", "sh", "--action", "log", "--at", soon_at)
+            wait_for("serve to run the new job", lambda: len(cw.fires()) == 1, timeout=10)
+            wait_for("serve to record the run", lambda: cw.json("show", "soon")["job"]["state"] == "done")
+            job = cw.json("show", "soon")["job"]
+            assert job["last_run"]["outcome"] == "ok"
+            assert cw.fires() == [f"{job['last_run']['fire_id']} 1"], "the removed job never ran"
+            assert serve.poll() is None, "".join(stderr.seen)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            try:
+                returncode = serve.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                raise
+            finally:
+                stderr.join()
+    assert returncode == 0, "".join(stderr.seen)
+    assert stderr.saw("stopping")
+    assert cw.json("status")["node"]["peers"] == [], "a node that stopped leaves no live beat behind"

@@ -1,0 +1,176 @@
+"""A stored schedule that no longer reads, written in behind the service's back (DESIGN semantic 10).
+
+The row still lists, with `next_run_at: null` and a `schedule_error` that says what is wrong; every other
+row is answered as before; no pass crashes on it. It has no next occurrence, so at the instant it was armed
+for the pass skips it and the job turns `failed`: it never runs on a guess. The other jobs keep firing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Harness, at
+
+from .helpers import cli, edit_job_data, write_config
+
+DB = "cronwright.db"
+
+# What a hand edit can leave in the row's schedule, and words the error must hold.
+BROKEN: dict[str, tuple[dict[str, Any], str]] = {
+    "an hour out of range": ({"cron": "0 99 * * *"}, "hour field '99' is out of range 0-23"),
+    "words": ({"cron": "every morning at 9!"}, "contains '!'"),
+    "too few fields": ({"cron": "0 10 *"}, "has 3 fields"),
+    "a number": ({"cron": 42}, "expression 42 is not a string but a int"),
+    "a macro cronsim cannot walk": ({"cron": "@daily"}, "not in the form cronwright stores ('0 0 * * *')"),
+    "an impossible date": ({"cron": "0 10 30 2 *"}, "can never fire"),
+    "an unknown zone": ({"tz": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
+    "a zone that is no string": ({"tz": ["Europe/Berlin"]}, "must be a string naming a time zone"),
+}
+
+
+def fixture_jobs(harness: Harness) -> None:
+    harness.create("a-every", {"every": "5m"})
+    harness.create("b-broken", {"cron": "0 10 * * *"})
+    harness.create("c-cron", {"cron": "*/10 * * * *"})
+    harness.create("d-shot", run_at="2026-03-02T10:00:00+01:00")
+
+
+@pytest.mark.parametrize("kind", list(BROKEN))
+def test_a_row_whose_schedule_no_longer_reads_is_listed_with_its_error_and_never_fires(
+    harness: Harness, tmp_path: Path, kind: str
+) -> None:
+    edit, words = BROKEN[kind]
+    fixture_jobs(harness)
+    before = {job["name"]: job for job in harness.ok("list")["jobs"]}
+    edit_job_data(tmp_path / DB, "b-broken", **edit)
+
+    listed = {job["name"]: job for job in harness.ok("list")["jobs"]}
+    broken = listed.pop("b-broken")
+    assert broken["next_run_at"] is None
+    assert broken["state"] == "active"  # nothing has decided about it yet
+    assert broken["schedule_error"].startswith("the stored schedule cannot be read: ")
+    assert words in broken["schedule_error"]
+    assert listed == {name: job for name, job in before.items() if name != "b-broken"}
+    assert all(job["schedule_error"] is None for job in listed.values())
+    assert harness.ok("get", name="b-broken")["job"] == broken
+    json.dumps(broken)  # the row, whatever the stored value, is still JSON
+
+    # A pass every five minutes for an hour, through the instant the broken job was armed for (10:00).
+    for minutes in range(0, 61, 5):
+        harness.clock.set(at("2026-03-02T09:00:00+01:00") + timedelta(minutes=minutes))
+        harness.tick()
+    fired = harness.runner.fire_ids()
+    broken = harness.job("b-broken")
+    assert broken["state"] == "failed" and broken["next_run_at"] is None
+    assert words in broken["schedule_error"]
+    assert broken["last_run"] is None and harness.ok("history", name="b-broken")["runs"] == []
+    assert not [fire_id for fire_id in fired if fire_id.startswith(f"{broken['id']}-")]
+    skipped = [e for e in harness.events.events if e.job_name == "b-broken"]
+    assert [(e.kind.value, e.fields["reason"]) for e in skipped] == [("job_skipped", "schedule_error")]
+    # The others kept firing: the every-5m job twelve times, the 10-minute cron six, the one-shot once.
+    ids = {job["name"]: job["id"] for job in harness.ok("list")["jobs"]}
+    assert [f for f in fired if f.startswith(f"{ids['a-every']}-")] == [
+        f"{ids['a-every']}-{n}" for n in range(1, 13)
+    ]
+    assert len([f for f in fired if f.startswith(f"{ids['c-cron']}-")]) == 6
+    assert harness.job("d-shot")["state"] == "done"
+    assert len(fired) == len(set(fired))
+
+
+@pytest.mark.parametrize("period_ms", [0, -60_000])
+def test_an_every_schedule_edited_to_a_period_that_is_not_positive_fails_without_spinning(
+    harness: Harness, tmp_path: Path, period_ms: int
+) -> None:
+    harness.create("every", {"every": "5m"})
+    edit_job_data(tmp_path / DB, "every", every_ms=period_ms)
+    row = harness.job("every")
+    assert row["next_run_at"] is None and "is not positive" in row["schedule_error"]
+    harness.clock.set(at("2026-03-02T09:05:00+01:00"))
+    assert harness.tick()["fired"] == 0
+    assert harness.job("every")["state"] == "failed"
+    assert harness.runner.calls == []
+
+
+def test_update_with_a_valid_schedule_repairs_a_broken_row_and_run_now_is_refused_until_then(
+    harness: Harness, tmp_path: Path
+) -> None:
+    harness.create("daily", {"cron": "0 10 * * *"})
+    edit_job_data(tmp_path / DB, "daily", cron="0 25 * * *")
+
+    refused = harness.call("run_now", name="daily")
+    assert refused["ok"] is False and refused["error"] == "invalid" and refused["field"] == "schedule"
+    assert "hour field '25'" in refused["message"] and "update it with a valid schedule" in refused["message"]
+    assert harness.runner.calls == []
+
+    repaired = harness.ok("update", name="daily", changes={"schedule": {"cron": "0 11 * * *"}})["job"]
+    assert repaired["schedule_error"] is None
+    assert repaired["next_run_at"] == "2026-03-02T11:00:00+01:00"
+    harness.clock.set(at("2026-03-02T11:00:00+01:00"))
+    assert harness.tick()["fired"] == 1
+
+
+def test_a_schedule_broken_while_its_run_is_in_flight_ends_the_job_failed_after_the_run(
+    harness: Harness, tmp_path: Path
+) -> None:
+    gate = threading.Event()
+    harness.runner.hold["hourly"] = gate
+    harness.create("hourly", {"cron": "0 * * * *"})
+    harness.clock.set(at("2026-03-02T10:00:00+01:00"))
+    harness.node.run_pass()
+    assert harness.runner.started.wait(10)
+    edit_job_data(tmp_path / DB, "hourly", cron="0 * * *")
+
+    harness.clock.set(at("2026-03-02T11:00:00+01:00"))
+    report = harness.node.run_pass()  # its next occurrence comes while it runs: an overlap, no walk
+    assert report.fired == []
+    gate.set()
+    harness.node.wait_for_runs()
+    harness.node.run_pass()
+    row = harness.job("hourly")
+    assert row["state"] == "failed" and row["next_run_at"] is None
+    assert row["last_run"]["outcome"] == "ok"  # the run itself went well, and is in the history
+    assert "has 4 fields" in row["schedule_error"]
+    assert harness.runner.fire_ids() == ["1-1"]
+
+
+def test_a_paused_job_with_a_broken_schedule_fails_when_resumed_and_never_runs(
+    harness: Harness, tmp_path: Path
+) -> None:
+    harness.create("daily", {"cron": "0 10 * * *"})
+    harness.ok("pause", name="daily")
+    edit_job_data(tmp_path / DB, "daily", cron="61 10 * * *")
+    harness.clock.set(at("2026-03-03T12:00:00+01:00"))
+    harness.tick()
+    assert harness.job("daily")["state"] == "paused"
+    harness.ok("resume", name="daily")
+    assert harness.tick()["fired"] == 0
+    assert harness.job("daily")["state"] == "failed"
+    assert harness.runner.calls == []
+
+
+def test_the_real_binary_lists_every_row_with_the_broken_one_among_them(tmp_path: Path) -> None:
+    db = tmp_path / "data" / DB
+    config = write_config(
+        tmp_path, db, '[targets.note]\nkind = "command"\n[targets.note.actions.write]\nargv = ["true"]\n'
+    )
+    for name, cron in (("alpha", "0 9 * * *"), ("broken", "0 10 * * *"), ("omega", "0 11 * * *")):
+        added = cli(config, "add", name, "--target", "note", "--action", "write", "--cron", cron)
+        assert added.returncode == 0, added.stderr
+    edit_job_data(db, "broken", cron="0 10 * * * * *")
+
+    listed = cli(config, "list", "--json")
+    table = cli(config, "list")
+
+    assert listed.returncode == 0, listed.stderr
+    rows = {job["name"]: job for job in json.loads(listed.stdout)["jobs"]}
+    assert list(rows) == ["alpha", "broken", "omega"]
+    assert rows["broken"]["next_run_at"] is None and "has 7 fields" in rows["broken"]["schedule_error"]
+    assert rows["alpha"]["next_run_at"] is not None and rows["omega"]["schedule_error"] is None
+    assert table.returncode == 0, table.stderr
+    assert "broken" in table.stdout and "3 schedules" in table.stdout

@@ -1,0 +1,172 @@
+"""/openapi.json: a valid OpenAPI 3.1 document that names every route, and whose schemas the replies meet.
+
+The fuzz test sends what the document allows, and much that it does not: no input may get a 5xx.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openapi_spec_validator import validate
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+from starlette.routing import Route
+
+from cronwright.fronts.http import create_app
+from cronwright.fronts.openapi import ACTIONS, document
+from serving import Live, bearer, make_app
+
+
+def test_the_document_is_valid_openapi_3_1(live: Live) -> None:
+    reply = live.http.get("/openapi.json", headers=bearer("agent"))
+
+    assert reply.status_code == 200
+    served = reply.json()
+    assert served["openapi"] == "3.1.0"
+    validate(served)
+
+
+def test_the_document_names_every_route_and_method_the_app_serves(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    try:
+        asgi: Any = create_app(app)
+        routes = {
+            (route.path, method.lower())
+            for route in asgi.app.routes
+            if isinstance(route, Route)
+            for method in (route.methods or ())
+            if method != "HEAD"
+        }
+    finally:
+        app.close()
+    documented = {(path, method) for path, item in document()["paths"].items() for method in item}
+
+    assert routes == documented
+
+
+def test_every_route_but_healthz_asks_for_the_bearer_token() -> None:
+    doc = document()
+
+    assert doc["security"] == [{"bearer": []}]
+    assert doc["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    open_operations = [
+        path for path, item in doc["paths"].items() for op in item.values() if op.get("security") == []
+    ]
+    assert open_operations == ["/healthz"]
+
+
+def test_the_protocols_actions_are_the_documents() -> None:
+    from cronwright.protocol import interface
+
+    assert sorted(ACTIONS) == sorted(action["action"] for action in interface()["actions"])
+
+
+def conforms(value: object, schema_name: str) -> None:
+    registry: Registry[Any] = Registry().with_resource("urn:cronwright", Resource(document(), DRAFT202012))
+    schema = {"$ref": f"urn:cronwright#/components/schemas/{schema_name}"}
+    jsonschema.Draft202012Validator(schema, registry=registry).validate(value)
+
+
+def test_the_replies_meet_the_documents_schemas(live: Live) -> None:
+    created = live.create("agent", "report", args={"team": "ops"}).json()
+    live.call("agent", {"action": "run_now", "name": "report"})
+    live.app.node.wait_for_runs(30)
+
+    conforms(created, "JobReply")
+    conforms(live.http.get("/v1/jobs/report", headers=bearer("agent")).json(), "JobReply")
+    conforms(live.http.get("/v1/jobs", headers=bearer("agent")).json(), "JobsReply")
+    conforms(live.http.get("/v1/runs", headers=bearer("agent")).json(), "RunsReply")
+    conforms(live.http.get("/v1/status", headers=bearer("agent")).json(), "StatusReply")
+    conforms(live.create("agent", "report").json(), "Refusal")
+    conforms(live.create("agent", "x", lifetime="99d").json(), "Refusal")
+    conforms(live.http.get("/healthz").json(), "Health")
+    conforms({"action": "create_job", "job": {"name": "n", "target": "t", "action": "a"}}, "CallRequest")
+
+
+# --- fuzz ------------------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+schedules = st.one_of(
+    st.fixed_dictionaries({"cron": st.sampled_from(["0 7 * * *", "*/5 * * * *", "0 0 30 2 *", "nope"])}),
+    st.fixed_dictionaries({"every": st.sampled_from(["5m", "1s", "10d", "x"])}),
+    st.fixed_dictionaries({"at": st.sampled_from(["2026-03-03T07:00:00+01:00", "2020-01-01T00:00:00Z"])}),
+    json_values,
+)
+jobs = st.fixed_dictionaries(
+    {"name": st.sampled_from(["a", "b", "", "x" * 101]) | json_values},
+    optional={
+        "target": st.sampled_from(["reports", "backup", "x"]) | json_values,
+        "action": st.sampled_from(["daily", "nightly"]) | json_values,
+        "schedule": schedules,
+        "run_at": json_values,
+        "args": json_values,
+        "lifetime": st.sampled_from(["1d", "40d", "P1D", "2026-03-05T00:00:00"]) | json_values,
+        "misfire": json_values,
+        "max_attempts": json_values,
+        "dedupe_key": json_values,
+        "once": json_values,
+        "origin": json_values,
+    },
+)
+requests = st.fixed_dictionaries(
+    {"action": st.sampled_from(ACTIONS) | json_values},
+    optional={
+        "request_id": json_values,
+        "job": jobs | json_values,
+        "job_id": st.integers(-2, 5) | json_values,
+        "name": st.sampled_from(["a", "b"]) | json_values,
+        "changes": json_values,
+        "state": json_values,
+        "limit": json_values,
+        "expression": st.sampled_from(["0 7 * * *", "@daily", "61 * * * *"]) | json_values,
+        "tz": json_values,
+        "after": json_values,
+        "count": json_values,
+    },
+)
+queries = st.dictionaries(
+    st.sampled_from(["name", "job_id", "limit", "state", "target", "other"]), st.text(max_size=20), max_size=3
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request=requests | json_values)
+def test_no_call_gets_a_5xx(live: Live, request: object) -> None:
+    if isinstance(request, dict) and request.get("action") == "tick":
+        request = {**request, "action": "status"}  # tick is refused to sources anyway, and waits for runs
+    reply = live.http.post("/v1/call", json=request, headers=bearer("agent"))
+
+    assert reply.status_code < 500, reply.text
+    assert reply.json()["ok"] is (reply.status_code == 200)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(["/v1/jobs", "/v1/jobs/a", "/v1/runs", "/v1/status"]), query=queries)
+def test_no_read_gets_a_5xx(live: Live, path: str, query: dict[str, str]) -> None:
+    reply = live.http.get(path, params=query, headers=bearer("agent"))
+
+    assert reply.status_code < 500, reply.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"null", b"[]", b'"list"', b"\xff\xfe", b'{"action": NaN}', b'{"action": "list", "x": 1e999}'],
+)
+def test_odd_bodies_get_invalid_json(live: Live, body: bytes) -> None:
+    reply = live.http.post("/v1/call", content=body, headers=bearer("agent"))
+
+    assert reply.status_code == 400
+    assert reply.json()["error"] == "invalid_json"

@@ -1,0 +1,214 @@
+"""The MCP tools, through the SDK's own client connected in process: what an agent sees and gets."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from cronwright.app import App
+from cronwright.fronts.mcp import build_server
+from cronwright.sources import Source
+from serving import make_app
+
+TOOLS = {
+    "schedules_create", "schedules_list", "schedules_get", "schedules_update", "schedules_delete",
+    "schedules_pause", "schedules_resume", "schedules_run_now", "schedules_history", "schedules_preview",
+    "schedules_targets",
+}  # fmt: skip
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Any:
+    made = make_app(tmp_path)
+    yield made
+    made.close()
+
+
+def as_source(app: App, name: str, session: Callable[[Client], Awaitable[None]]) -> None:
+    source: Source = app.config.source(name)
+
+    async def main() -> None:
+        async with Client(build_server(app.protocol, lambda request: source)) as client:
+            await session(client)
+
+    anyio.run(main)
+
+
+def test_every_tool_and_every_argument_is_described(app: App) -> None:
+    async def session(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 40, tool.name
+            for argument, schema in tool.input_schema.get("properties", {}).items():
+                assert schema.get("description"), f"{tool.name}.{argument} is not described"
+        create = tools["schedules_create"].input_schema
+        assert set(create["required"]) == {"name", "target", "action"}
+        assert {"schedule", "run_at", "args", "lifetime", "misfire", "max_attempts", "retry_backoff_ms",
+                "breaker_threshold", "dedupe_key", "once"} <= set(create["properties"])  # fmt: skip
+
+    as_source(app, "agent", session)
+
+
+def test_the_tools_carry_the_right_annotations(app: App) -> None:
+    async def session(client: Client) -> None:
+        hints = {tool.name: tool.annotations for tool in (await client.list_tools()).tools}
+
+        for name in ("schedules_list", "schedules_get", "schedules_history", "schedules_preview",
+                     "schedules_targets"):  # fmt: skip
+            assert hints[name] is not None and hints[name].read_only_hint is True, name
+        delete = hints["schedules_delete"]
+        assert delete is not None and (delete.destructive_hint, delete.idempotent_hint) == (True, True)
+        update = hints["schedules_update"]
+        assert update is not None and update.destructive_hint is True
+        create = hints["schedules_create"]
+        assert create is not None and (create.read_only_hint, create.destructive_hint) == (False, False)
+        run_now = hints["schedules_run_now"]
+        assert run_now is not None and (run_now.idempotent_hint, run_now.open_world_hint) == (False, True)
+
+    as_source(app, "agent", session)
+
+
+def test_an_agent_creates_lists_pauses_and_deletes_a_schedule(app: App) -> None:
+    async def session(client: Client) -> None:
+        created = await client.call_tool(
+            "schedules_create",
+            {"name": "standup", "target": "reports", "action": "daily",
+             "schedule": {"cron": "0 9 * * MON-FRI"}, "args": {"team": "ops"}, "lifetime": "7d"},
+        )  # fmt: skip
+        assert not created.is_error, created.content
+        assert created.structured_content is not None
+        job = created.structured_content["job"]
+        assert (job["created_by"], job["next_run_at"], job["ends_at"]) == (
+            "agent", "2026-03-03T09:00:00+01:00", "2026-03-09T09:00:00+01:00",
+        )  # fmt: skip
+
+        listed = await client.call_tool("schedules_list", {})
+        assert [j["name"] for j in (listed.structured_content or {})["jobs"]] == ["standup"]
+
+        paused = await client.call_tool("schedules_pause", {"name": "standup"})
+        assert (paused.structured_content or {})["job"]["state"] == "paused"
+
+        deleted = await client.call_tool("schedules_delete", {"name": "standup"})
+        assert (deleted.structured_content or {})["job"]["name"] == "standup"
+        assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
+
+    as_source(app, "agent", session)
+
+
+def test_a_refusal_is_a_tool_error_that_says_what_to_fix(app: App) -> None:
+    async def session(client: Client) -> None:
+        refused = await client.call_tool(
+            "schedules_create",
+            {"name": "never", "target": "reports", "action": "daily", "schedule": {"cron": "0 0 30 2 *"}},
+        )
+
+        assert refused.is_error
+        text = refused.content[0].text  # type: ignore[union-attr]
+        assert "cron expression '0 0 30 2 *' can never fire: February has no 30th" in text
+        assert "[invalid, field schedule.cron]" in text
+
+    as_source(app, "agent", session)
+
+
+def test_each_limit_is_a_tool_error_naming_it(app: App) -> None:
+    async def session(client: Client) -> None:
+        async def create(**job: Any) -> str:
+            spec = {"target": "reports", "action": "daily", "schedule": {"every": "10m"}, **job}
+            reply = await client.call_tool("schedules_create", spec)
+            return "" if not reply.is_error else reply.content[0].text  # type: ignore[union-attr]
+
+        assert "[period_too_short]" in await create(name="fast", schedule={"every": "1m"})
+        assert "source 'agent's max_lifetime" in await create(name="long", lifetime="31d")
+        assert await create(name="one") == ""
+        assert await create(name="two") == ""
+        assert "max_schedules = 2" in await create(name="three")
+        assert "may not schedule backup.nightly" in await create(name="b", target="backup", action="nightly")
+
+    as_source(app, "agent", session)
+
+
+def test_a_wrongly_typed_argument_is_refused_not_coerced(app: App) -> None:
+    async def session(client: Client) -> None:
+        refused = await client.call_tool(
+            "schedules_create",
+            {"name": 7, "target": "reports", "action": "daily", "schedule": {"every": "1h"}},
+        )
+
+        assert refused.is_error
+        assert "name" in refused.content[0].text  # type: ignore[union-attr]
+
+    as_source(app, "agent", session)
+
+
+def test_preview_checks_an_expression_before_it_is_used(app: App) -> None:
+    async def session(client: Client) -> None:
+        shown = await client.call_tool(
+            "schedules_preview", {"expression": "30 2 * * *", "tz": "Europe/Berlin", "count": 3}
+        )
+        refused = await client.call_tool("schedules_preview", {"expression": "0 0 30 2 *"})
+
+        assert shown.structured_content == {
+            "ok": True,
+            "expression": "30 2 * * *",
+            "explanation": "At 02:30 every day",
+            "tz": "Europe/Berlin",
+            "firings": [
+                "2026-03-03T02:30:00+01:00",
+                "2026-03-04T02:30:00+01:00",
+                "2026-03-05T02:30:00+01:00",
+            ],
+        }
+        assert refused.is_error
+        assert "February has no 30th" in refused.content[0].text  # type: ignore[union-attr]
+
+    as_source(app, "agent", session)
+
+
+def test_an_agent_sees_only_its_own_schedules_and_targets(app: App) -> None:
+    async def theirs(client: Client) -> None:
+        reply = await client.call_tool(
+            "schedules_create", {"name": "theirs", "target": "reports", "action": "daily",
+                                 "schedule": {"every": "1h"}},
+        )  # fmt: skip
+        assert not reply.is_error
+
+    async def mine(client: Client) -> None:
+        assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
+        got = await client.call_tool("schedules_get", {"name": "theirs"})
+        assert got.is_error and "[not_found]" in got.content[0].text  # type: ignore[union-attr]
+        targets = await client.call_tool("schedules_targets", {})
+        assert targets.structured_content == {"ok": True, "targets": []}
+
+    as_source(app, "other", theirs)
+    as_source(app, "nobody", mine)
+
+
+def test_update_history_and_run_now_mirror_the_protocol(app: App) -> None:
+    async def session(client: Client) -> None:
+        await client.call_tool(
+            "schedules_create",
+            {"name": "r", "target": "reports", "action": "daily", "schedule": {"every": "1h"}},
+        )
+        updated = await client.call_tool(
+            "schedules_update",
+            {"name": "r", "new_name": "renamed", "schedule": {"every": "2h"}, "max_attempts": 2},
+        )
+        job = (updated.structured_content or {})["job"]
+        assert (job["name"], job["schedule"]["every"], job["max_attempts"]) == ("renamed", "2h", 2)
+        immutable = await client.call_tool("schedules_update", {"name": "renamed"})
+        assert immutable.is_error and "'changes'" in immutable.content[0].text  # type: ignore[union-attr]
+
+        ran = await client.call_tool("schedules_run_now", {"name": "renamed"})
+        assert not ran.is_error
+        await anyio.to_thread.run_sync(app.node.wait_for_runs, 30.0)
+        history = await client.call_tool("schedules_history", {"name": "renamed"})
+        assert [run["outcome"] for run in (history.structured_content or {})["runs"]] == ["ok"]
+
+    as_source(app, "agent", session)
