@@ -311,8 +311,18 @@ def finish(
         and flight.node == rules.node
     )
     if not mine:
-        # The occurrence was concluded without us (recovered as interrupted): history only.
-        return Decision(job, runs=(run,), events=tuple(events))
+        # Another process concluded this attempt without us: it took our lease for dead (we were cut off
+        # from the store for longer than the lease) and recorded the attempt `interrupted`. The history
+        # keeps one row per attempt, so that record stands; the late result reaches the events only.
+        late = _event(
+            EventKind.JOB_RUN_FAILED,
+            job,
+            fire_id=occurrence.fire_id,
+            attempt=occurrence.attempt,
+            outcome=result.outcome.value,
+            message="finished after it was recorded interrupted",
+        )
+        return Decision(job, events=(*events, late))
     assert flight is not None
     last_run = LastRun(
         occurrence.fire_id,
@@ -396,17 +406,25 @@ def pause(job: Job) -> Job:
     return job.evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)
 
 
-def resume(job: Job) -> Job:
-    """A paused job fires again. It resets the failure count; the next pass applies the misfire policy.
+def resume(job: Job, now: datetime, rules: Rules) -> Job:
+    """A paused job fires again. It resets the failure count and applies the misfire policy at once.
 
-    Only paused jobs resume, so a resume can never start a second run of a job in flight.
+    With `skip`, the occurrences missed while paused are counted and the job moves on to its next
+    future one. An occurrence still within its grace, a `coalesce` catch-up, or a one-shot's late run
+    stays due, for the next pass to fire. Only paused jobs resume, so a resume can never start a
+    second run of a job in flight.
     """
     if job.state is not State.PAUSED:
         raise JobNotPaused(
             f"'{job.name}' is {job.state.value}, not paused; only a paused job can be resumed",
             state=job.state.value,
         )
-    return job.evolve(state=State.ACTIVE, paused_by=None, consecutive_failures=0)
+    resumed = job.evolve(state=State.ACTIVE, paused_by=None, consecutive_failures=0)
+    due = resumed.next_run_at
+    if due is None or due > now or resumed.one_shot or schedule_problem(resumed.schedule) is not None:
+        return resumed
+    decided = _due(resumed, now, rules)
+    return resumed if decided.fire is not None else decided.job
 
 
 def run_now(job: Job, now: datetime, rules: Rules) -> Decision:

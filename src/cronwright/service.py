@@ -387,6 +387,13 @@ class Service:
             # A changed schedule re-arms from the moment of the update.
             updated = engine.arm(updated.evolve(schedule=schedule), now)
         if "lifetime" in changes:
+            if changes["lifetime"] is None:
+                # Only an explicit lifetime renews: a null must never stretch a life to the ceiling.
+                raise Invalid(
+                    "lifetime",
+                    "'lifetime' must be a duration such as 30d or an end instant; leave it out "
+                    "to keep the end where it is",
+                )
             if not job.state.live:
                 self._check_quota(source)  # a renewal brings the job back to life: it counts again
             updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
@@ -400,7 +407,8 @@ class Service:
 
     def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
-        return self._save(engine.resume(job).evolve(updated_at=self.node.clock.now()))
+        now = self.node.clock.now()
+        return self._save(engine.resume(job, now, self.node.rules).evolve(updated_at=now))
 
     def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)

@@ -11,8 +11,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 from .blackbox import TIMEOUT, Cronwright, needs_faketime, utc, wait_for
 
 pytestmark = needs_faketime
@@ -171,11 +169,6 @@ def test_the_breaker_pauses_a_failing_job_and_resume_clears_it(cw: Cronwright) -
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.resume leaves next_run_at on the occurrence missed while paused; the misfire policy "
-    "waits for the next pass, so without `serve` the resumed row shows a next run in the past",
-)
 def test_resume_applies_the_misfire_policy_at_once(cw: Cronwright) -> None:
     """Semantic 6: the misfire policy applies at resume. With `skip`, the resumed job's next run is its next
     future occurrence, and the missed one is counted, before any pass."""

@@ -276,11 +276,6 @@ def test_every_interface_example_is_accepted_as_is(harness: Harness) -> None:
 # --- null ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service.update reads `lifetime: null` as a renewal to the full ceiling (and revives an expired "
-    "job), where an update without a lifetime must leave the end where it is (semantic 5)",
-)
 def test_a_null_lifetime_in_an_update_never_extends_a_life(harness: Harness) -> None:
     """A null is no lifetime: it is refused, or leaves the end alone. Either way the life is not renewed."""
     ends_at = harness.create("daily", {"cron": "0 10 * * *"}, lifetime="1d")["ends_at"]

@@ -148,3 +148,28 @@ def test_recovery_re_arms_by_the_misfire_policy_over_occurrences_that_never_star
     assert [c.scheduled_for for c in restarted.runner.calls] == [at("2026-03-02T13:00:00+01:00")]
     assert [c.fire_id for c in restarted.runner.calls] == ["1-2"]
     gate.set()
+
+
+def test_a_node_whose_run_was_taken_for_dead_records_nothing_twice_and_keeps_claiming(
+    harness: Harness,
+) -> None:
+    gate = threading.Event()
+    harness.runner.hold["slow"] = gate
+    harness.create("slow", {"cron": "0 10 * * *"})
+    harness.create("later", {"cron": "5 10 * * *"})
+    harness.clock.set(at("2026-03-02T10:00:00+01:00"))
+    harness.node.run_pass()
+    assert harness.runner.started.wait(10)
+    # Node A is cut off from the store past its lease; another process records its run interrupted.
+    harness.clock.set(at("2026-03-02T10:01:00+01:00"))
+    other = harness.restart()  # its boot pass recovers the run
+    assert other.job("slow")["last_run"]["outcome"] == "interrupted"
+    # A's run then finishes: its late result must not be a second record of the attempt.
+    gate.set()
+    harness.clock.set(at("2026-03-02T10:05:00+01:00"))
+    report = harness.node.run_pass()
+    harness.node.wait_for_runs()
+    assert report.fired == ["2-1"]  # A still claims
+    assert harness.node.store.persistence.value == "persisted"
+    runs = harness.ok("history", name="slow")["runs"]
+    assert [(r["fire_id"], r["attempt"], r["outcome"]) for r in runs] == [("1-1", 1, "interrupted")]
