@@ -109,8 +109,7 @@ class Service:
         except ValueError:
             raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
         target = fields.text(request, "target", required=False)
-        jobs = [job for job in self.store.jobs(state, target) if source.sees(job.created_by)]
-        return {"jobs": [self.row(job) for job in jobs]}
+        return {"jobs": [self.row(job) for job in self.store.jobs(state, target, _own(source))]}
 
     def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         limit = fields.integer(request, "limit", 1, 1000, default=20)
@@ -120,7 +119,7 @@ class Service:
             runs = self.store.runs(None, limit)
         else:
             # A source's own jobs only: each one's newest runs, merged newest first.
-            mine = [job for job in self.store.jobs() if source.sees(job.created_by)]
+            mine = self.store.jobs(created_by=source.name)
             runs = [run for job in mine for run in self.store.runs(job.id, limit)]
             runs = sorted(runs, key=lambda run: run.finished_at, reverse=True)[:limit]
         return {"runs": [run_row(run, self.zone) for run in runs]}
@@ -147,9 +146,8 @@ class Service:
 
     def _own_counts(self, source: Source) -> dict[str, int]:
         counts = {state.value: 0 for state in State}
-        for job in self.store.jobs():
-            if source.sees(job.created_by):
-                counts[job.state.value] += 1
+        for job in self.store.jobs(created_by=source.name):
+            counts[job.state.value] += 1
         return counts
 
     def preview(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -343,10 +341,10 @@ class Service:
     def _check_quota(self, source: Source) -> None:
         if source.max_schedules is None:
             return
-        mine = [job for job in self.store.jobs() if job.created_by == source.name and job.state.live]
-        if len(mine) >= source.max_schedules:
+        live = self.store.count_live(source.name)
+        if live >= source.max_schedules:
             raise QuotaExceeded(
-                f"source '{source.name}' already has {len(mine)} live schedules, its limit "
+                f"source '{source.name}' already has {live} live schedules, its limit "
                 f"(max_schedules = {source.max_schedules}); delete one first",
                 max_schedules=source.max_schedules,
             )
@@ -431,3 +429,8 @@ class Service:
             )
         report = self.node.tick()
         return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}
+
+
+def _own(source: Source) -> str | None:
+    """The creator a source's reads filter on: its own name, or none for the operator, who sees all."""
+    return None if source.operator else source.name

@@ -529,3 +529,30 @@ def test_status_shows_the_store_and_the_nodes_with_their_last_beat(
     assert node["store_state"] == "connected"
     assert sorted(peer["node"] for peer in node["peers"]) == ["host-a:101:abc123", "host-b:202:def456"]
     assert all(peer["last_beat"].endswith("+00:00") for peer in node["peers"])
+
+
+def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
+    url: str, open_: Callable[..., PostgresStore]
+) -> None:
+    store = open_()
+    mine = store.insert(job("mine", created_by="agent"))
+    gone = store.insert(job("gone", created_by="agent"))
+    theirs = store.insert(job("theirs", created_by="other"))
+    store.delete(gone.id)
+    store.close()
+    # Back to what release 1 left: no created_by column, no index on it, schema version 1.
+    with pg.connect(url) as connection, connection.transaction():
+        connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        connection.execute("DROP INDEX jobs_created_by")
+        connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
+        connection.execute("DELETE FROM schema_migrations WHERE version > 1")
+
+    again = open_()
+    assert again.jobs(created_by="agent") == [mine]
+    assert again.jobs(created_by="other") == [theirs]
+    assert again.count_live("agent") == 1
+    with pg.connect(url) as connection:
+        rows = connection.execute(
+            sql.SQL("SELECT id, created_by FROM {}.jobs ORDER BY id").format(sql.Identifier(store.schema))
+        ).fetchall()
+    assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]

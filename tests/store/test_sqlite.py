@@ -440,3 +440,28 @@ def test_open_store_refuses_a_url_it_cannot_serve(url: str, words: str) -> None:
 
     assert "hunter2" not in str(refused.value)
     assert "memory:" in str(refused.value)
+
+
+def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(path: Path) -> None:
+    store = SqliteStore(path)
+    mine = store.insert(job("mine", created_by="agent"))
+    gone = store.insert(job("gone", created_by="agent"))
+    theirs = store.insert(job("theirs", created_by="other"))
+    store.delete(gone.id)
+    store.close()
+    # Back to what release 1 left: no created_by column, no index on it, user_version 1.
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP INDEX jobs_created_by")
+        connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
+        connection.execute("PRAGMA user_version = 1")
+    connection.close()
+
+    store = SqliteStore(path)
+    try:
+        assert store.jobs(created_by="agent") == [mine]
+        assert store.jobs(created_by="other") == [theirs]
+        assert store.count_live("agent") == 1
+        rows = connection_of(store).execute("SELECT id, created_by FROM jobs ORDER BY id").fetchall()
+        assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]
+    finally:
+        store.close()

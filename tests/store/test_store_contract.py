@@ -436,6 +436,60 @@ def test_jobs_are_listed_by_name_and_filtered(store: Store) -> None:
     assert store.jobs(state=State.DONE) == []
 
 
+def test_jobs_are_filtered_by_their_creator_in_the_store(store: Store) -> None:
+    mine_b = store.insert(job("b-mine", created_by="agent"))
+    mine_a = store.insert(job("a-mine", created_by="agent", target="reports", action="daily"))
+    paused = store.insert(job("c-mine", created_by="agent", state=State.PAUSED, paused_by=PausedBy.OPERATOR))
+    theirs = store.insert(job("a-theirs", created_by="other"))
+    gone = store.insert(job("aaa-gone", created_by="agent"))
+    store.delete(gone.id)
+
+    assert store.jobs(created_by="agent") == [mine_a, mine_b, paused]
+    assert store.jobs(created_by="other") == [theirs]
+    assert store.jobs(created_by="nobody") == []
+    assert store.jobs(created_by="agent", target="backup") == [mine_b, paused]
+    assert store.jobs(State.ACTIVE, created_by="agent") == [mine_a, mine_b]
+    assert store.jobs(State.PAUSED, "backup", "agent") == [paused]
+    assert store.jobs(State.PAUSED, created_by="other") == []
+    assert store.jobs() == [mine_a, theirs, mine_b, paused]
+
+
+def test_the_creator_filter_sees_saves_and_reopens(backend: Backend) -> None:
+    one = backend.open()
+    stored = one.insert(job("mine", created_by="agent"))
+    assert one.save([stored.evolve(occurrences=4)]) == [True]
+
+    reader = backend.open() if backend.shared else one
+    assert reader.jobs(created_by="agent") == [stored.evolve(occurrences=4, version=2)]
+    assert reader.count_live("agent") == 1
+
+
+def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Store) -> None:
+    assert store.count_live("agent") == 0
+    store.insert(job("active", created_by="agent"))
+    store.insert(job("paused", created_by="agent", state=State.PAUSED, paused_by=PausedBy.OPERATOR))
+    running = store.insert(job("running", created_by="agent"))
+    for ended in (State.EXPIRED, State.DONE, State.FAILED):
+        store.insert(job(ended.value, created_by="agent", state=ended, next_run_at=None))
+    store.insert(job("theirs", created_by="other"))
+    gone = store.insert(job("gone", created_by="agent"))
+    store.delete(gone.id)
+    claim = running.evolve(state=State.RUNNING, in_flight=InFlight("f-1", T0, 1, T0, "node-a"))
+    assert store.save([claim]) == [True]
+
+    assert store.count_live("agent") == 3
+    assert store.count_live("other") == 1
+    assert store.count_live("nobody") == 0
+    assert store.count_live("agent") == len(
+        [found for found in store.jobs(created_by="agent") if found.state.live]
+    )
+
+    ended = store.get(running.id)
+    assert ended is not None
+    assert store.save([ended.evolve(state=State.DONE, in_flight=None, next_run_at=None)]) == [True]
+    assert store.count_live("agent") == 2
+
+
 def test_with_dedupe_key_finds_every_row_deleted_ones_flagged(store: Store) -> None:
     old = store.insert(job("old", dedupe_key="nightly-backup"))
     store.delete(old.id)

@@ -75,8 +75,21 @@ class Store(Protocol):
         """Every job ever stored with that key, deleted ones included, as (job, deleted), oldest first."""
         ...
 
-    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
-        """Jobs that are not deleted, ordered by name, optionally of one state and one target."""
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
+        """Jobs that are not deleted, ordered by name, optionally of one state, one target and one source.
+
+        `created_by` filters in the store (a durable store reads it through an index), so a source's own
+        jobs cost what that source has, not what the store holds.
+        """
+        ...
+
+    def count_live(self, created_by: str) -> int:
+        """How many jobs not deleted that source created are live (active, paused or running).
+
+        Cheap: no job is decoded. It is what a source's `max_schedules` is checked against.
+        """
         ...
 
     def due(self, now: datetime, limit: int) -> list[Job]:

@@ -69,14 +69,22 @@ class MemoryStore:
             rows += [(job, True) for job in self._deleted.values() if job.dedupe_key == key]
         return sorted(rows, key=lambda row: row[0].id)
 
-    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
         with self._lock:
             found = [
                 job
                 for job in self._jobs.values()
-                if (state is None or job.state is state) and (target is None or job.target == target)
+                if (state is None or job.state is state)
+                and (target is None or job.target == target)
+                and (created_by is None or job.created_by == created_by)
             ]
         return sorted(found, key=lambda job: job.name)
+
+    def count_live(self, created_by: str) -> int:
+        with self._lock:
+            return sum(1 for job in self._jobs.values() if job.created_by == created_by and job.state.live)
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:

@@ -80,9 +80,10 @@ class LeaseClock(StrEnum):
 
 
 _JOB_COLUMNS = "id, version, data"
+_LIVE = tuple(state.value for state in State if state.live)
 _INSERT_JOB = (
-    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data)"
-    " VALUES (%s, %s, %s, %s, %s, %s, 1, %s) RETURNING id"
+    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
+    " VALUES (%s, %s, %s, %s, %s, %s, 1, %s, %s) RETURNING id"
 )
 # The claim, and every other job write, is this conditional update, and not a `SELECT ... FOR UPDATE
 # SKIP LOCKED` followed by an update. A pass has already read its due jobs (a snapshot, with their
@@ -96,7 +97,7 @@ _INSERT_JOB = (
 # order, so two nodes claiming overlapping batches wait for each other but never deadlock.
 _SAVE_JOB = (
     "UPDATE jobs SET name = %s, state = %s, dedupe_key = %s, target = %s, wake_at = %s,"
-    " flight_node = %s, data = %s, version = version + 1"
+    " flight_node = %s, data = %s, created_by = %s, version = version + 1"
     " WHERE id = %s AND version = %s AND NOT deleted RETURNING id"
 )
 _INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)"
@@ -534,9 +535,15 @@ class PostgresStore:
             ).fetchall()
         return [(self._read_job(row), bool(row[3])) for row in rows]
 
-    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
         query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
         params: list[str] = []
+        if created_by is not None:
+            # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
+            query += " AND created_by = %s"
+            params.append(created_by)
         if state is not None:
             query += " AND state = %s"
             params.append(state.value)
@@ -546,6 +553,16 @@ class PostgresStore:
         with self._session(write=False) as connection:
             rows = connection.execute(query + " ORDER BY name", params).fetchall()
         return [self._read_job(row) for row in rows]
+
+    def count_live(self, created_by: str) -> int:
+        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
+        with self._session(write=False) as connection:
+            row = connection.execute(
+                "SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s"
+                f" AND state IN ({', '.join(['%s'] * len(_LIVE))})",
+                (created_by, *_LIVE),
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake.
@@ -710,6 +727,7 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         job.wake_at(),
         node,
         Json(record, dumps=_encode),
+        job.created_by,
     )
 
 

@@ -185,10 +185,25 @@ class ResilientStore:
                 for job, deleted in rows
             ]
 
-    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
+        # A job's target and creator never change, so the stored row filters on them as well as the
+        # overlay would; its state may differ in the overlay, so that filter comes after it.
         with self._lock:
-            found = [self._overlay(job) for job in self.inner.jobs(None, target)]
+            found = [self._overlay(job) for job in self.inner.jobs(None, target, created_by)]
             return [job for job in found if job is not None and (state is None or job.state is state)]
+
+    def count_live(self, created_by: str) -> int:
+        with self._lock:
+            overlaid = any(
+                job.created_by == created_by for job in (*self._pending.values(), *self._tombstones.values())
+            )
+            if overlaid:
+                # A job kept in memory may be live where its row is not, or the other way round: count
+                # what the reads see.
+                return sum(1 for job in self.jobs(created_by=created_by) if job.state.live)
+            return self.inner.count_live(created_by)
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:

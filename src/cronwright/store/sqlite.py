@@ -44,14 +44,15 @@ _MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT = 30.0
 
 _JOB_COLUMNS = "id, version, data"
+_LIVE = tuple(state.value for state in State if state.live)
 _INSERT_JOB = (
-    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data)"
-    " VALUES (?, ?, ?, ?, ?, ?, 1, ?)"
+    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
+    " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)"
 )
 # The compare-and-swap: the row is written only if nobody wrote it since the caller read it.
 _SAVE_JOB = (
     "UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, flight_node = ?,"
-    " data = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
+    " data = ?, created_by = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
 )
 _INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
 _PRUNE_RUNS = (
@@ -370,9 +371,15 @@ class SqliteStore:
             ).fetchall()
         return [(self._read_job(row), bool(row[3])) for row in rows]
 
-    def jobs(self, state: State | None = None, target: str | None = None) -> list[Job]:
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
         query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
         params: list[str] = []
+        if created_by is not None:
+            # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
+            query += " AND created_by = ?"
+            params.append(created_by)
         if state is not None:
             query += " AND state = ?"
             params.append(state.value)
@@ -382,6 +389,16 @@ class SqliteStore:
         with self._transaction(write=False) as connection:
             rows = connection.execute(query + " ORDER BY name", params).fetchall()
         return [self._read_job(row) for row in rows]
+
+    def count_live(self, created_by: str) -> int:
+        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
+        with self._transaction(write=False) as connection:
+            row = connection.execute(
+                "SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ?"
+                f" AND state IN ({', '.join(['?'] * len(_LIVE))})",
+                (created_by, *_LIVE),
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
@@ -487,6 +504,7 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         micros(job.wake_at()),
         node,
         _encode(record),
+        job.created_by,
     )
 
 

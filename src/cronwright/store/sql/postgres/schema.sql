@@ -30,7 +30,10 @@ CREATE TABLE jobs (
     flight_node text,
     -- The compare-and-swap counter: every write is conditional on it and bumps it.
     version bigint NOT NULL,
-    data json NOT NULL
+    data json NOT NULL,
+    -- The source that created the job (Job.created_by): a source's `list` and quota read it. Last, as
+    -- migration 0002 adds it.
+    created_by text NOT NULL DEFAULT ''
 );
 
 -- The name is unique among live rows only, so a name is free again once its job is deleted, and a
@@ -43,6 +46,9 @@ CREATE INDEX jobs_wake ON jobs (wake_at, id) WHERE NOT deleted AND wake_at IS NO
 CREATE INDEX jobs_dedupe_key ON jobs (dedupe_key, id) WHERE dedupe_key IS NOT NULL;
 
 CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
+
+-- A source's own jobs: its `list` (by state, ordered by name) and its count of live jobs.
+CREATE INDEX jobs_created_by ON jobs (created_by, state, name) WHERE NOT deleted;
 
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;

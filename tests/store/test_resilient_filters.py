@@ -1,0 +1,71 @@
+"""ResilientStore's creator filter and live count see what its other reads see: the overlay included."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from cronwright.errors import StoreError
+from cronwright.events import MemorySink
+from cronwright.model import AtSchedule, Job, Run, State
+from cronwright.store import MemoryStore
+from cronwright.store.resilient import ResilientStore, Write
+
+T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
+
+
+class Failing(MemoryStore):
+    """A memory store whose writes fail while `broken` is set."""
+
+    broken = False
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        if self.broken:
+            raise StoreError("the disk is full")
+        return super().save(jobs, runs)
+
+    def delete(self, job_id: int) -> Job | None:
+        if self.broken:
+            raise StoreError("the disk is full")
+        return super().delete(job_id)
+
+
+def job(name: str, created_by: str) -> Job:
+    return Job(
+        id=0,
+        name=name,
+        target="reports",
+        action="daily",
+        args={},
+        schedule=AtSchedule(T0),
+        ends_at=T0 + timedelta(days=1),
+        created_at=T0,
+        updated_at=T0,
+        created_by=created_by,
+        next_run_at=T0,
+    )
+
+
+def test_a_job_kept_in_memory_counts_and_lists_as_the_reads_see_it() -> None:
+    inner = Failing()
+    store = ResilientStore(inner, MemorySink())
+    ending = store.insert(job("ending", "agent"))
+    store.insert(job("staying", "agent"))
+    going = store.insert(job("going", "agent"))
+    store.insert(job("theirs", "other"))
+    assert store.count_live("agent") == 3
+
+    inner.broken = True
+    ended = ending.evolve(state=State.DONE, next_run_at=None)
+    assert store.save([ended]) == [Write.KEPT]
+    store.delete(going.id)  # leaves a tombstone
+
+    assert inner.count_live("agent") == 3  # the store itself has not heard of either
+    assert store.count_live("agent") == 1
+    assert [found.name for found in store.jobs(created_by="agent")] == ["ending", "staying"]
+    assert store.jobs(State.DONE, created_by="agent") == [ended]
+    assert store.count_live("other") == 1
+
+    inner.broken = False
+    store.flush()
+    assert store.count_live("agent") == inner.count_live("agent") == 1
