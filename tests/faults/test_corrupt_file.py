@@ -140,9 +140,19 @@ def test_damage_deep_inside_a_store_is_reported_naming_the_file_without_a_crash(
     # that page can tell, and whoever reads it answers with an error that names the file.
     db = tmp_path / "cronwright.db"
     a_store(db)
+    # The job rows' own pages (found with SQLite's dbstat), so the damage hits what every read needs
+    # whatever the layout of the indexes around them.
+    with raw(db) as connection:
+        size = connection.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [row[0] for row in connection.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'jobs' AND pagetype = 'leaf' ORDER BY pageno"
+        )]  # fmt: skip
+    assert leaves
     damaged = bytearray(db.read_bytes())
-    middle = len(damaged) // 2 // 4096 * 4096
-    damaged[middle : middle + 4 * 4096] = random.Random(7).randbytes(4 * 4096)
+    noise = random.Random(7)
+    for page in leaves:
+        start = (page - 1) * size
+        damaged[start : start + size] = noise.randbytes(size)
     db.write_bytes(bytes(damaged))
     config = write_config(tmp_path, db)
 
