@@ -308,19 +308,22 @@ def clone_rows(path: Path, template_name: str, prefix: str, count: int, at: date
         (template_id,) = connection.execute(
             "SELECT id FROM jobs WHERE name = ? AND NOT deleted", (template_name,)
         ).fetchone()
-        sets = "'$.name', :prefix || n"
-        wake = "wake_at"
+        # Every column is copied from the template, whatever columns the store's schema has by now,
+        # except those that make a copy itself: its id, name, version, and (for a one-shot) due instant.
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(jobs)")]
         params: dict[str, Any] = {"prefix": prefix, "count": count, "id": template_id}
+        sets = "'$.name', :prefix || n"
+        chosen = {"name": ":prefix || n", "deleted": "0", "version": "1"}
         if at is not None:
             sets += ", '$.schedule.at', :at, '$.next_run_at', :at"
-            wake = ":wake"
+            chosen["wake_at"] = ":wake"
             params |= {"at": instant(at), "wake": micros(at)}
+        chosen["data"] = f"json_set(data, {sets})"
+        copied = [column for column in columns if column != "id"]
+        values = ", ".join(chosen.get(column, column) for column in copied)
         connection.execute(
             "WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < :count)"
-            " INSERT INTO jobs"
-            " (name, state, deleted, dedupe_key, target, wake_at, flight_node, version, data)"
-            f" SELECT :prefix || n, state, 0, dedupe_key, target, {wake}, flight_node, 1,"
-            f" json_set(data, {sets}) FROM seq, jobs WHERE jobs.id = :id",
+            f" INSERT INTO jobs ({', '.join(copied)}) SELECT {values} FROM seq, jobs WHERE jobs.id = :id",
             params,
         )
         connection.execute("COMMIT")
