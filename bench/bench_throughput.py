@@ -62,8 +62,7 @@ def cronwright_round(jobs: int, folder: Path) -> float:
         NodeSettings(max_concurrency=WORKERS),
     )
     started = time.perf_counter()
-    while node.run_pass().fired or node.in_flight():
-        node.wait_for_runs()
+    node.tick()
     elapsed = time.perf_counter() - started
     counts = store.counts()
     if counts["done"] != jobs or len(store.runs(None, jobs + 1)) != jobs:

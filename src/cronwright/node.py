@@ -32,6 +32,8 @@ log = logging.getLogger("cronwright.node")
 
 # Beyond the free slots, how many more due jobs one read of the store takes (for skips and expiries).
 DUE_CHUNK = 64
+# How long a tick lingers after a run ends, so that runs ending together are recorded together.
+GROUP_COMMIT_WINDOW = 0.005
 # How many times a compare-and-swap that lost to another writer is read and decided again.
 CAS_TRIES = 5
 # A failed pass is tried again after 1 s, then 2, 4, ... up to this many seconds.
@@ -98,16 +100,21 @@ class Node:
         """One scheduling pass at the clock's now: record what finished, recover, fire what is due."""
         with self._lock:
             now = self.clock.now()
-            # Finished runs are recorded before the beat: while the store fails (a full disk), the beat
-            # raises and fails the pass, but the outcomes are already kept in memory by then (`degraded`,
-            # visible to reads) and flushed by a later pass, instead of waiting unseen in the queue.
-            self.record_finished()
-            self.store.flush()
-            self._beat(now)
+            finished = self._drain()
+            try:
+                self.store.flush()
+                self._beat(now)
+            except Exception:
+                # While the store fails (a full disk), the beat fails the pass; the outcomes are kept in
+                # memory first (`degraded`, visible to reads) and flushed by a later pass.
+                self._record_all(finished, now)
+                raise
             report = PassReport()
             self._recover(now, report)
-            if not self._stopping.is_set():
-                self._tend_due(now, report)
+            if self._stopping.is_set():
+                self._record_all(finished, now)
+            else:
+                self._tend_due(now, report, finished)
             return report
 
     def _beat(self, now: datetime, force: bool = False) -> None:
@@ -132,7 +139,7 @@ class Node:
                 self._emit(decision)
                 report.recovered.append(flight.fire_id)
 
-    def _tend_due(self, now: datetime, report: PassReport) -> None:
+    def _tend_due(self, now: datetime, report: PassReport, finished: list[tuple[Occurrence, Result]]) -> None:
         """Decides every due job, claiming firings while slots are free.
 
         Beyond max_concurrency a firing waits for a slot unclaimed: its job stays due, and the pass that
@@ -140,13 +147,17 @@ class Node:
         crash can only ever interrupt runs that had started, never a queue of claimed ones. A pass reads
         the due jobs in small chunks and stops when the slots run out, so its cost follows the slots,
         not the number of jobs waiting.
+
+        The outcomes of the runs that `finished` are recorded in the same transaction as the first
+        claims, so a busy node pays one durable write per slot's worth of firings, not two.
         """
-        seen: set[int] = set()
+        finishing, finish_runs = self._finish_decisions(finished, now)
+        seen = {occurrence.job_id for occurrence, _ in finished}
+        for occurrence, _ in finished:
+            self._running.pop(occurrence.job_id, None)  # the run is over: its slot is free
         while True:
             free = self.settings.max_concurrency - len(self._running)
             batch = [job for job in self.store.due(now, max(free, 0) + DUE_CHUNK) if job.id not in seen]
-            if not batch:
-                return
             seen.update(job.id for job in batch)
             batch_by_id = {job.id: job for job in batch}
             decisions = [engine.tend(job, now, self.rules) for job in batch]
@@ -154,9 +165,27 @@ class Node:
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
             firing = [d for d in decisions if d.fire is not None]
             claims = firing[: max(free, 0)]
-            self._write(settled)
+            kept = [d for _, _, d in finishing] + settled
+            runs = finish_runs + [run for d in settled for run in d.runs]
+            written = (
+                self.store.save([d.job for d in kept], runs, claims=[d.job for d in claims])
+                if kept or runs or claims
+                else []
+            )
+            lost = [
+                (occurrence, result)
+                for (occurrence, result, _), outcome in zip(finishing, written, strict=False)
+                if outcome is Write.LOST
+            ]
+            for decision, outcome in zip(kept, written, strict=False):
+                if outcome is not Write.LOST:
+                    self._emit(decision)
+            if lost:
+                # Another writer changed these jobs first: decide again; their runs are recorded.
+                self._record_all(lost, now, with_runs=False)
+            finishing, finish_runs = [], []
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
-            won = self.store.save([d.job for d in claims], keep=False) if claims else []
+            won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
                 if outcome is Write.DURABLE:
                     self._emit(decision)
@@ -164,8 +193,8 @@ class Node:
                     assert decision.fire is not None
                     self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
-            if len(claims) < len(firing):
-                return  # out of slots: the rest waits, due, for the pass after a run finishes
+            if not batch or len(claims) < len(firing):
+                return  # nothing more is due, or out of slots: the rest waits for the pass after a run
 
     def _write(self, decisions: list[engine.Decision]) -> list[Write]:
         """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
@@ -202,41 +231,52 @@ class Node:
     def record_finished(self) -> int:
         """Records every attempt that has finished, in one transaction where it can. Returns how many."""
         with self._lock:
-            done: list[tuple[Occurrence, Result]] = []
-            while True:
-                try:
-                    done.append(self._finished.get_nowait())
-                except queue.Empty:
-                    break
-            if not done:
-                return 0
-            now = self.clock.now()
-            pending, with_runs = done, True
-            for _ in range(CAS_TRIES):
-                pending = self._record(pending, now, with_runs)
-                if not pending:
-                    break
-                # Another writer changed these jobs first (an overlap skip on another node, say):
-                # read them again and decide again; their runs are already in the history.
-                with_runs = False
-            for occurrence, _ in done:
-                self._running.pop(occurrence.job_id, None)
+            done = self._drain()
+            self._record_all(done, self.clock.now())
             return len(done)
 
-    def _record(
-        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool
-    ) -> list[tuple[Occurrence, Result]]:
-        """Records attempts; returns those whose job write lost a race and must be decided again."""
+    def _drain(self) -> list[tuple[Occurrence, Result]]:
+        done: list[tuple[Occurrence, Result]] = []
+        while True:
+            try:
+                done.append(self._finished.get_nowait())
+            except queue.Empty:
+                return done
+
+    def _record_all(
+        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool = True
+    ) -> None:
+        pending = done
+        for _ in range(CAS_TRIES):
+            if not pending:
+                break
+            pending = self._record(pending, now, with_runs)
+            # Another writer changed these jobs first (an overlap skip on another node, say): read them
+            # again and decide again; their runs are already in the history.
+            with_runs = False
+        for occurrence, _ in done:
+            self._running.pop(occurrence.job_id, None)
+
+    def _finish_decisions(
+        self, done: list[tuple[Occurrence, Result]], now: datetime
+    ) -> tuple[list[tuple[Occurrence, Result, engine.Decision]], list[Run]]:
+        """The decisions and history rows of finished attempts (a deleted job's run is history only)."""
         decided: list[tuple[Occurrence, Result, engine.Decision]] = []
         runs: list[Run] = []
         for occurrence, result in done:
             decision = engine.finish(self.store.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
-                # The job was deleted meanwhile: the run reaches the history, the job stays gone.
                 runs.append(engine.run_of(occurrence, result, now, self.id))
             else:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
+        return decided, runs
+
+    def _record(
+        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool
+    ) -> list[tuple[Occurrence, Result]]:
+        """Records attempts; returns those whose job write lost a race and must be decided again."""
+        decided, runs = self._finish_decisions(done, now)
         written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [])
         lost: list[tuple[Occurrence, Result]] = []
         for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
@@ -270,13 +310,23 @@ class Node:
             with self._lock:
                 self._beat(self.clock.now())
 
+    def _await_a_run(self) -> None:
+        """Waits until a run finishes, or a lease beat's time has passed."""
+        with self._lock:
+            futures = [future for _, future in self._running.values()]
+        if futures:
+            done, running = wait(futures, self.settings.lease_beat.total_seconds(), FIRST_COMPLETED)
+            if done and running:
+                # Group commit: runs that end within a moment of each other share one durable write.
+                wait(running, GROUP_COMMIT_WINDOW)
+
     def tick(self) -> PassReport:
         """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
         for one; then it waits for every run it started and records it."""
         report = self.run_pass()  # its first beat announces the node, as boot's does
         while self._running:
-            self.wait_for_runs()
-            more = self.run_pass()  # claims what waited for a slot, or came due meanwhile
+            self._await_a_run()
+            more = self.run_pass()  # records what finished, and claims the freed slots
             report.fired += more.fired
             report.skipped += more.skipped
             report.recovered += more.recovered

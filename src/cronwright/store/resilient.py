@@ -58,26 +58,31 @@ class ResilientStore:
     def insert(self, job: Job) -> Job:
         return self.inner.insert(job)
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True) -> list[Write]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
+    ) -> list[Write]:
         """Writes like `Store.save`. If the store fails and `keep` is set, the jobs stay in memory.
 
-        Reads see a job kept in memory, and `persistence` says `degraded` until it is saved. Claims
-        pass `keep=False`: a claim that is not durable must not run.
+        Reads see a job kept in memory, and `persistence` says `degraded` until it is saved. A claim is
+        never kept: one that is not durable must not run. Pass claims as `claims` (written in the same
+        transaction as `jobs`, answered after them) or with `keep=False`.
         """
         with self._lock:
             runs_to_write = [*self._pending_runs, *runs]
             try:
-                written = self.inner.save(jobs, runs_to_write)
+                written = self.inner.save([*jobs, *claims], runs_to_write)
             except StoreError as error:
                 if not keep:
                     log.warning("a claim could not be saved, so it does not run: %s", error)
-                    return [Write.LOST] * len(jobs)
+                    return [Write.LOST] * (len(jobs) + len(claims))
                 for job in jobs:
                     self._keep(job, error)
                 self._pending_runs = runs_to_write
-                return [Write.KEPT] * len(jobs)
+                if claims:
+                    log.warning("%d claims could not be saved, so they do not run: %s", len(claims), error)
+                return [Write.KEPT] * len(jobs) + [Write.LOST] * len(claims)
             self._pending_runs = []
-            for job, ok in zip(jobs, written, strict=True):
+            for job, ok in zip(jobs, written, strict=False):
                 if ok:
                     self._recovered(job)
             return [Write.DURABLE if ok else Write.LOST for ok in written]
