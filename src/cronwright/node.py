@@ -110,7 +110,11 @@ class Node:
                 self._record_all(finished, now)
                 raise
             report = PassReport()
-            self._recover(now, report)
+            try:
+                self._recover(now, report)
+            except Exception:
+                self._requeue(finished)
+                raise
             if self._stopping.is_set():
                 self._record_all(finished, now)
             else:
@@ -151,13 +155,22 @@ class Node:
         The outcomes of the runs that `finished` are recorded in the same transaction as the first
         claims, so a busy node pays one durable write per slot's worth of firings, not two.
         """
-        finishing, finish_runs = self._finish_decisions(finished, now)
+        try:
+            finishing, finish_runs = self._finish_decisions(finished, now)
+        except Exception:
+            self._requeue(finished)
+            raise
         seen = {occurrence.job_id for occurrence, _ in finished}
-        for occurrence, _ in finished:
-            self._running.pop(occurrence.job_id, None)  # the run is over: its slot is free
+        unrecorded = finished  # their runs are over, so their slots count as free
         while True:
-            free = self.settings.max_concurrency - len(self._running)
-            batch = [job for job in self.store.due(now, max(free, 0) + DUE_CHUNK) if job.id not in seen]
+            free = self.settings.max_concurrency - len(self._running) + len(unrecorded)
+            try:
+                due = self.store.due(now, max(free, 0) + DUE_CHUNK)
+            except Exception:
+                # The pass fails (the store is unreachable, say); the outcomes wait for the next one.
+                self._requeue(unrecorded)
+                raise
+            batch = [job for job in due if job.id not in seen]
             seen.update(job.id for job in batch)
             batch_by_id = {job.id: job for job in batch}
             decisions = [engine.tend(job, now, self.rules) for job in batch]
@@ -183,7 +196,9 @@ class Node:
             if lost:
                 # Another writer changed these jobs first: decide again; their runs are recorded.
                 self._record_all(lost, now, with_runs=False)
-            finishing, finish_runs = [], []
+            for occurrence, _ in unrecorded:
+                self._running.pop(occurrence.job_id, None)
+            finishing, finish_runs, unrecorded = [], [], []
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
@@ -234,6 +249,11 @@ class Node:
             done = self._drain()
             self._record_all(done, self.clock.now())
             return len(done)
+
+    def _requeue(self, finished: list[tuple[Occurrence, Result]]) -> None:
+        """Puts outcomes back for the next pass: a pass that fails before recording them loses none."""
+        for item in finished:
+            self._finished.put(item)
 
     def _drain(self) -> list[tuple[Occurrence, Result]]:
         done: list[tuple[Occurrence, Result]] = []
