@@ -31,6 +31,7 @@ import re
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import cache
@@ -50,6 +51,7 @@ from cronwright.model import Job, Persistence, Run, State
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import job_data, read_job, read_run, run_data
 from cronwright.store.postgres_listen import Listener
+from cronwright.store.sql_reads import JOB_COLUMNS, SqlJobReads
 
 log = logging.getLogger("cronwright.store")
 
@@ -79,8 +81,6 @@ class LeaseClock(StrEnum):
     CALLER = "caller"  # the `now` each call passes, as SqliteStore does (tests on a manual clock)
 
 
-_JOB_COLUMNS = "id, version, data"
-_LIVE = tuple(state.value for state in State if state.live)
 _INSERT_JOB = (
     "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
     " VALUES (%s, %s, %s, %s, %s, %s, 1, %s, %s) RETURNING id"
@@ -113,7 +113,7 @@ _BEAT = (
     " RETURNING now()"
 )
 _ORPHANS = (
-    f"SELECT {_JOB_COLUMNS} FROM jobs"
+    f"SELECT {JOB_COLUMNS} FROM jobs"
     " WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s"
     " AND flight_node NOT IN (SELECT node FROM nodes WHERE {beat} > {cutoff}) ORDER BY id"
 )
@@ -227,7 +227,9 @@ def _unreachable(error: psycopg.Error) -> bool:
 # -- the store -------------------------------------------------------------------------------------
 
 
-class PostgresStore:
+class PostgresStore(SqlJobReads):
+    _p = "%s"
+
     """The Store protocol on one PostgreSQL schema (see the module docstring for how each guarantee holds).
 
     `url` is a libpq URL (`postgresql://user@host:5432/db`), optionally with `?schema=NAME`; `schema`
@@ -514,61 +516,14 @@ class PostgresStore:
                 break
         return won
 
-    def get(self, job_id: int) -> Job | None:
-        with self._session(write=False) as connection:
-            row = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = %s AND NOT deleted", (job_id,)
-            ).fetchone()
-        return None if row is None else self._read_job(row)
-
-    def find(self, name: str) -> Job | None:
-        with self._session(write=False) as connection:
-            row = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE name = %s AND NOT deleted", (name,)
-            ).fetchone()
-        return None if row is None else self._read_job(row)
-
-    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
-        with self._session(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT {_JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = %s ORDER BY id", (key,)
-            ).fetchall()
-        return [(self._read_job(row), bool(row[3])) for row in rows]
-
-    def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
-    ) -> list[Job]:
-        query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
-        params: list[str] = []
-        if created_by is not None:
-            # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
-            query += " AND created_by = %s"
-            params.append(created_by)
-        if state is not None:
-            query += " AND state = %s"
-            params.append(state.value)
-        if target is not None:
-            query += " AND target = %s"
-            params.append(target)
-        with self._session(write=False) as connection:
-            rows = connection.execute(query + " ORDER BY name", params).fetchall()
-        return [self._read_job(row) for row in rows]
-
-    def count_live(self, created_by: str) -> int:
-        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
-        with self._session(write=False) as connection:
-            row = connection.execute(
-                "SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s"
-                f" AND state IN ({', '.join(['%s'] * len(_LIVE))})",
-                (created_by, *_LIVE),
-            ).fetchone()
-        return int(row[0]) if row else 0
+    def _reading(self) -> AbstractContextManager[Any]:
+        return self._session(write=False)
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake.
         with self._session(write=False) as connection:
             rows = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= %s"
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= %s"
                 " ORDER BY wake_at, id LIMIT %s",
                 (now, max(limit, 0)),
             ).fetchall()
@@ -585,7 +540,7 @@ class PostgresStore:
     def delete(self, job_id: int) -> Job | None:
         with self._session(write=True) as connection:
             row = connection.execute(
-                f"UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING {_JOB_COLUMNS}",
+                f"UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING {JOB_COLUMNS}",
                 (job_id,),
             ).fetchone()
             if row is not None:

@@ -24,6 +24,7 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from functools import cache
 from importlib import resources
@@ -35,6 +36,7 @@ from cronwright.errors import NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
+from cronwright.store.sql_reads import JOB_COLUMNS, SqlJobReads
 
 # PRAGMA application_id: "CrWt". It marks a file as a cronwright store, so another application's
 # database is never taken for one (and never migrated).
@@ -43,8 +45,6 @@ APPLICATION_ID = int.from_bytes(b"CrWt", "big")
 _MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT = 30.0
 
-_JOB_COLUMNS = "id, version, data"
-_LIVE = tuple(state.value for state in State if state.live)
 _INSERT_JOB = (
     "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
     " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)"
@@ -110,7 +110,9 @@ def statements(script: str) -> list[str]:
     return found
 
 
-class SqliteStore:
+class SqliteStore(SqlJobReads):
+    _p = "?"
+
     """The Store protocol on one SQLite file (see the module docstring for how each guarantee is kept)."""
 
     def __init__(
@@ -289,7 +291,7 @@ class SqliteStore:
                 _rollback(connection)
                 raise
 
-    def _read_job(self, row: sqlite3.Row | tuple[Any, ...]) -> Job:
+    def _read_job(self, row: Sequence[Any]) -> Job:
         job_id, version, data = row[0], row[1], row[2]
         try:
             record = json.loads(data)
@@ -350,62 +352,15 @@ class SqliteStore:
                 connection.execute(_PRUNE_RUNS, (job_id, job_id, self._run_history))
         return written
 
-    def get(self, job_id: int) -> Job | None:
-        with self._transaction(write=False) as connection:
-            row = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
-            ).fetchone()
-        return None if row is None else self._read_job(row)
-
-    def find(self, name: str) -> Job | None:
-        with self._transaction(write=False) as connection:
-            row = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE name = ? AND NOT deleted", (name,)
-            ).fetchone()
-        return None if row is None else self._read_job(row)
-
-    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
-        with self._transaction(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT {_JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = ? ORDER BY id", (key,)
-            ).fetchall()
-        return [(self._read_job(row), bool(row[3])) for row in rows]
-
-    def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
-    ) -> list[Job]:
-        query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted"
-        params: list[str] = []
-        if created_by is not None:
-            # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
-            query += " AND created_by = ?"
-            params.append(created_by)
-        if state is not None:
-            query += " AND state = ?"
-            params.append(state.value)
-        if target is not None:
-            query += " AND target = ?"
-            params.append(target)
-        with self._transaction(write=False) as connection:
-            rows = connection.execute(query + " ORDER BY name", params).fetchall()
-        return [self._read_job(row) for row in rows]
-
-    def count_live(self, created_by: str) -> int:
-        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
-        with self._transaction(write=False) as connection:
-            row = connection.execute(
-                "SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ?"
-                f" AND state IN ({', '.join(['?'] * len(_LIVE))})",
-                (created_by, *_LIVE),
-            ).fetchone()
-        return int(row[0]) if row else 0
+    def _reading(self) -> AbstractContextManager[Any]:
+        return self._transaction(write=False)
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
         # the index from its start and stops at `now` or at `limit`.
         with self._transaction(write=False) as connection:
             rows = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= ?"
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= ?"
                 " ORDER BY wake_at, id LIMIT ?",
                 (micros(now), max(limit, 0)),
             ).fetchall()
@@ -421,7 +376,7 @@ class SqliteStore:
     def delete(self, job_id: int) -> Job | None:
         with self._transaction(write=True) as connection:
             row = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
             ).fetchone()
             if row is None:
                 return None
@@ -468,7 +423,7 @@ class SqliteStore:
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         with self._transaction(write=False) as connection:
             rows = connection.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs"
+                f"SELECT {JOB_COLUMNS} FROM jobs"
                 " WHERE NOT deleted AND flight_node IS NOT NULL AND state = ?"
                 " AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > ?) ORDER BY id",
                 (State.RUNNING.value, micros(now - ttl)),

@@ -1,0 +1,74 @@
+"""The job reads that the SQL stores share, written once: only the placeholder and the session differ."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from cronwright.model import Job, State
+
+JOB_COLUMNS = "id, version, data"
+LIVE = tuple(state.value for state in State if state.live)
+
+
+class SqlJobReads:
+    """Mixin for a store whose `jobs` table has the columns id, version, data, name, state, target,
+    created_by, dedupe_key and deleted. `_p` is the driver's placeholder (`?` or `%s`)."""
+
+    _p: str
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _read_job(self, row: Sequence[Any]) -> Job:
+        raise NotImplementedError
+
+    def _one(self, where: str, value: object) -> Job | None:
+        with self._reading() as connection:
+            row = connection.execute(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where} = {self._p} AND NOT deleted", (value,)
+            ).fetchone()
+        return None if row is None else self._read_job(row)
+
+    def get(self, job_id: int) -> Job | None:
+        return self._one("id", job_id)
+
+    def find(self, name: str) -> Job | None:
+        return self._one("name", name)
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
+        with self._reading() as connection:
+            rows = connection.execute(
+                f"SELECT {JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = {self._p} ORDER BY id", (key,)
+            ).fetchall()
+        return [(self._read_job(row), bool(row[3])) for row in rows]
+
+    def jobs(
+        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+    ) -> list[Job]:
+        query = f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted"
+        params: list[str] = []
+        if created_by is not None:
+            # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
+            query += f" AND created_by = {self._p}"
+            params.append(created_by)
+        if state is not None:
+            query += f" AND state = {self._p}"
+            params.append(state.value)
+        if target is not None:
+            query += f" AND target = {self._p}"
+            params.append(target)
+        with self._reading() as connection:
+            rows = connection.execute(query + " ORDER BY name", params).fetchall()
+        return [self._read_job(row) for row in rows]
+
+    def count_live(self, created_by: str) -> int:
+        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
+        with self._reading() as connection:
+            row = connection.execute(
+                f"SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = {self._p}"
+                f" AND state IN ({', '.join([self._p] * len(LIVE))})",
+                (created_by, *LIVE),
+            ).fetchone()
+        return int(row[0]) if row else 0
