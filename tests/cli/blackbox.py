@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -21,14 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
+from faketime import faketime_env, needs_faketime
+
+__all__ = ["Cronwright", "Result", "needs_faketime", "utc", "wait_for"]
 
 CRONWRIGHT = Path(sys.executable).with_name("cronwright")
-FAKETIME = shutil.which("faketime")
 SITE = Path(__file__).parent / "faketime_site"
 TIMEOUT = 60.0  # seconds any one command may take before the test fails (a hang, not slowness)
-
-needs_faketime = pytest.mark.skipif(FAKETIME is None, reason="faketime (libfaketime) is not installed")
 
 
 @dataclass(frozen=True)
@@ -108,9 +106,8 @@ class Cronwright:
         }
         env.pop("CRONWRIGHT_CONFIG", None)
         if at is not None:
-            assert FAKETIME is not None
-            argv = [FAKETIME, "-f", faketime_spec(utc(at)), *argv]
             env.update(
+                faketime_env(faketime_spec(utc(at))),
                 TZ="UTC",
                 FAKETIME_DONT_FAKE_MONOTONIC="1",
                 PYTHONPATH=os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")])),

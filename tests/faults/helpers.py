@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import select
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,10 +18,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from cronwright.model import AtSchedule, Job
 from cronwright.store.sqlite import SqliteStore
+from faketime import faketime_env
 
 TESTS = Path(__file__).resolve().parent.parent
 CRONWRIGHT = Path(sys.executable).parent / "cronwright"
@@ -95,23 +93,15 @@ def read_line(process: subprocess.Popen[bytes], timeout: float) -> bytes:
 
 def cli(config: Path, *argv: str, env: dict[str, str] | None = None, faketime: str | None = None,
         timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """Runs the real `cronwright` binary, optionally under faketime (an offset such as "+2m")."""
-    command = [str(CRONWRIGHT), "--config", str(config), *argv]
-    if faketime is not None:
-        command = ["faketime", "-f", faketime, *command]
+    """Runs the real `cronwright` binary, optionally under libfaketime (a FAKETIME spec such as "+2m")."""
     return subprocess.run(
-        command,
+        [str(CRONWRIGHT), "--config", str(config), *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, **(env or {}), **(faketime_env(faketime) if faketime is not None else {})},
     )
-
-
-needs_faketime = pytest.mark.skipif(
-    shutil.which("faketime") is None, reason="black-box time travel needs faketime (apt install faketime)"
-)
 
 
 def write_config(folder: Path, db: Path, extra: str = "") -> Path:

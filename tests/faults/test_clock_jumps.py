@@ -14,8 +14,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from conftest import BERLIN, Harness, at
+from faketime import needs_faketime
 
-from .helpers import cli, needs_faketime, write_config
+from .helpers import cli, write_config
 
 MINUTE = timedelta(minutes=1)
 

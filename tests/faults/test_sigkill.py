@@ -20,8 +20,9 @@ from cronwright.clock import ManualClock
 from cronwright.model import Outcome, State
 from cronwright.store.base import LEASE_TTL
 from cronwright.store.sqlite import SqliteStore
+from faketime import faketime_env, needs_faketime
 
-from .helpers import CRONWRIGHT, cli, needs_faketime, one_shots, read_line
+from .helpers import CRONWRIGHT, cli, one_shots, read_line
 
 RUNS = 1000
 QUICK = 400  # runs that finish (and are recorded) before the kill
@@ -184,17 +185,17 @@ def test_the_real_binary_killed_during_tick_is_recovered_by_the_next_tick(tmp_pa
     keeper = os.open(fifo, os.O_WRONLY)  # a writer of our own: the reader never sees end-of-file
     env = {"TZ": "UTC", "RAN_LOG": str(log), "RAN_FIFO": str(fifo)}
     try:
-        # faketime starts the process clock at the given UTC instant, and lets it run.
+        # libfaketime starts the process clock at the given UTC instant, and lets it run.
         tick = subprocess.Popen(
-            ["faketime", "2026-03-02 09:00:05", str(CRONWRIGHT), "--config", str(config), "tick"],
-            env={**os.environ, **env},
+            [str(CRONWRIGHT), "--config", str(config), "tick"],
+            env={**os.environ, **env, **faketime_env("@2026-03-02 09:00:05")},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
         try:
             wait_for_bytes(reader, 10, timeout=60)
-            os.killpg(tick.pid, signal.SIGKILL)  # the node and faketime; commands run in their own sessions
+            os.killpg(tick.pid, signal.SIGKILL)  # the node; commands run in their own sessions
         finally:
             tick.kill()
             _, err = tick.communicate(timeout=30)
