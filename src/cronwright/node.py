@@ -30,7 +30,8 @@ from cronwright.store.resilient import ResilientStore, Write
 
 log = logging.getLogger("cronwright.node")
 
-# Beyond the free slots, how many more due jobs one read of the store takes (for skips and expiries).
+# How many due jobs one read of the store takes beyond the free slots, once a pass is settling jobs
+# (skips and expiries) rather than firing them.
 DUE_CHUNK = 64
 # How long a tick lingers after a run ends, so that runs ending together are recorded together.
 GROUP_COMMIT_WINDOW = 0.005
@@ -148,9 +149,10 @@ class Node:
 
         Beyond max_concurrency a firing waits for a slot unclaimed: its job stays due, and the pass that
         follows a finished run fires it, or, once its grace has passed, applies the misfire policy. So a
-        crash can only ever interrupt runs that had started, never a queue of claimed ones. A pass reads
-        the due jobs in small chunks and stops when the slots run out, so its cost follows the slots,
-        not the number of jobs waiting.
+        crash can only ever interrupt runs that had started, never a queue of claimed ones. A pass first
+        reads as many due jobs as there are free slots, and stops when the slots run out, so its cost
+        follows the slots, not the number of jobs waiting. A node with no free slot, or a read that
+        turned up jobs to settle (misfire and overlap skips, expiries), reads on in chunks.
 
         The outcomes of the runs that `finished` are recorded in the same transaction as the first
         claims, so a busy node pays one durable write per slot's worth of firings, not two.
@@ -162,10 +164,12 @@ class Node:
             raise
         seen = {occurrence.job_id for occurrence, _ in finished}
         unrecorded = finished  # their runs are over, so their slots count as free
+        settling = False
         while True:
-            free = self.settings.max_concurrency - len(self._running) + len(unrecorded)
+            free = max(self.settings.max_concurrency - len(self._running) + len(unrecorded), 0)
+            limit = free if free and not settling else free + DUE_CHUNK
             try:
-                due = self.store.due(now, max(free, 0) + DUE_CHUNK)
+                due = self.store.due(now, limit)
             except Exception:
                 # The pass fails (the store is unreachable, say); the outcomes wait for the next one.
                 self._requeue(unrecorded)
@@ -177,7 +181,7 @@ class Node:
             # A job with nothing to do here (it woke for a lifetime check that is not yet due) is left alone.
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
             firing = [d for d in decisions if d.fire is not None]
-            claims = firing[: max(free, 0)]
+            claims = firing[:free]
             kept = [d for _, _, d in finishing] + settled
             runs = finish_runs + [run for d in settled for run in d.runs]
             written = (
@@ -208,8 +212,10 @@ class Node:
                     assert decision.fire is not None
                     self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
-            if not batch or len(claims) < len(firing):
+            out_of_slots = len(claims) < len(firing) or (free > 0 and len(claims) == free)
+            if not batch or len(due) < limit or out_of_slots:
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
+            settling = True
 
     def _write(self, decisions: list[engine.Decision]) -> list[Write]:
         """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
@@ -283,8 +289,9 @@ class Node:
         """The decisions and history rows of finished attempts (a deleted job's run is history only)."""
         decided: list[tuple[Occurrence, Result, engine.Decision]] = []
         runs: list[Run] = []
+        stored = self.store.get_many([occurrence.job_id for occurrence, _ in done]) if done else {}
         for occurrence, result in done:
-            decision = engine.finish(self.store.get(occurrence.job_id), occurrence, result, now, self.rules)
+            decision = engine.finish(stored.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
                 runs.append(engine.run_of(occurrence, result, now, self.id))
             else:

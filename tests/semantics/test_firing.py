@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.model import Job
+from cronwright.node import DUE_CHUNK
 from cronwright.store.memory import MemoryStore
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the due rows each pass reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows_read = 0
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        rows = super().due(now, limit)
+        self.rows_read += len(rows)
+        return rows
 
 
 def test_node_down_over_a_firing_skips_it(harness: Harness) -> None:
@@ -168,3 +184,56 @@ def test_tick_fires_every_due_job_as_slots_free_up(clock: ManualClock) -> None:
     clock.set(at("2026-03-02T10:00:00+01:00"))
     assert harness.tick()["fired"] == 7
     assert sorted(c.job_id for c in harness.runner.calls) == list(range(1, 8))
+
+
+def test_a_pass_reads_only_as_many_of_a_flood_as_it_has_free_slots(clock: ManualClock) -> None:
+    store = CountingStore()
+    harness = make_harness(store, clock, max_concurrency=4)
+    for index in range(200):
+        harness.create(f"shot-{index}", run_at="2026-03-02T10:00:00+01:00")
+    clock.set(at("2026-03-02T10:00:00+01:00"))
+    store.rows_read = 0
+
+    assert len(harness.node.run_pass().fired) == 4
+
+    assert store.rows_read == 4  # not the 200 waiting, nor a chunk beyond the slots
+    harness.node.wait_for_runs()
+
+
+def test_a_pass_settles_overdue_jobs_and_still_fills_its_slots(clock: ManualClock) -> None:
+    store = CountingStore()
+    harness = make_harness(store, clock, max_concurrency=2)
+    overdue = DUE_CHUNK + 10  # more than one chunk: the pass reads on until it has settled them all
+    clock.set(at("2026-03-02T07:00:00+01:00"))
+    for index in range(overdue):
+        harness.create(f"early-{index:03d}", {"cron": "0 8 * * *"})
+    for index in range(3):
+        harness.create(f"now-{index}", {"cron": "0 10 * * *"})
+    clock.set(at("2026-03-02T10:00:00+01:00"))
+
+    report = harness.node.run_pass()
+
+    # The 08:00 jobs come first in wake order and are all skipped (misfire); then two 10:00 jobs fire.
+    assert (len(report.fired), report.skipped) == (2, overdue)
+    assert harness.job("early-000")["next_run_at"] == "2026-03-03T08:00:00+01:00"
+    assert harness.job(f"early-{overdue - 1:03d}")["skipped"]["misfire"] == 1
+    harness.node.wait_for_runs()
+
+
+def test_a_full_node_settles_overdue_jobs_while_every_slot_is_busy(clock: ManualClock) -> None:
+    harness = make_harness(CountingStore(), clock, max_concurrency=1)
+    gate = threading.Event()
+    harness.runner.hold["busy"] = gate
+    harness.create("busy", run_at="2026-03-02T09:30:00+01:00")
+    clock.set(at("2026-03-02T09:30:00+01:00"))
+    assert len(harness.node.run_pass().fired) == 1  # the only slot is now busy
+    for index in range(DUE_CHUNK + 10):
+        harness.create(f"daily-{index:03d}", {"cron": "0 10 * * *"})
+    clock.set(at("2026-03-02T10:05:00+01:00"))  # past their grace
+
+    report = harness.node.run_pass()
+
+    assert (report.fired, report.skipped) == ([], DUE_CHUNK + 10)
+    assert harness.job("daily-000")["next_run_at"] == "2026-03-03T10:00:00+01:00"
+    gate.set()
+    harness.node.wait_for_runs()

@@ -1,4 +1,5 @@
-"""ResilientStore's creator filter and live count see what its other reads see: the overlay included."""
+"""ResilientStore's batched reads, creator filter and live count see what its other reads see: the overlay
+included."""
 
 from __future__ import annotations
 
@@ -69,3 +70,19 @@ def test_a_job_kept_in_memory_counts_and_lists_as_the_reads_see_it() -> None:
     inner.broken = False
     store.flush()
     assert store.count_live("agent") == inner.count_live("agent") == 1
+
+
+def test_get_many_sees_kept_writes_and_hides_failed_deletes() -> None:
+    inner = Failing()
+    store = ResilientStore(inner, MemorySink())
+    kept, plain, going = (store.insert(job(name, "agent")) for name in ("kept", "plain", "going"))
+
+    inner.broken = True
+    changed = kept.evolve(state=State.DONE, next_run_at=None)
+    assert store.save([changed]) == [Write.KEPT]
+    store.delete(going.id)  # leaves a tombstone
+
+    ids = [kept.id, plain.id, going.id]
+    assert inner.get_many(ids) == {kept.id: kept, plain.id: plain, going.id: going}
+    assert store.get_many(ids) == {kept.id: changed, plain.id: plain}
+    assert store.get_many(ids) == {i: found for i in ids if (found := store.get(i)) is not None}

@@ -170,6 +170,25 @@ def test_get_and_find_answer_none_for_what_is_not_there(store: Store) -> None:
     assert store.find("nobody") is None
 
 
+def test_get_many_reads_the_live_jobs_among_the_ids_in_one_go(store: Store) -> None:
+    first, second, gone = (store.insert(job(name)) for name in ("a", "b", "c"))
+    store.delete(gone.id)
+
+    assert store.get_many([second.id, gone.id, 12345, first.id, second.id]) == {
+        first.id: first,
+        second.id: second,
+    }
+    assert store.get_many([]) == {}
+
+
+def test_get_many_reads_more_ids_than_one_statement_takes(store: Store) -> None:
+    stored = [store.insert(job(f"job-{index}")) for index in range(1200)]
+
+    found = store.get_many([made.id for made in stored])
+
+    assert found == {made.id: made for made in stored}
+
+
 def test_find_reads_a_live_job_by_name(store: Store) -> None:
     stored = store.insert(job("reports"))
 

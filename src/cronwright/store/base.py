@@ -67,6 +67,10 @@ class Store(Protocol):
         """The job with that id, or None if there is none or it was deleted."""
         ...
 
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        """The jobs with these ids that exist and are not deleted, by id, read together."""
+        ...
+
     def find(self, name: str) -> Job | None:
         """The job with that name that is not deleted, if any."""
         ...

@@ -59,6 +59,10 @@ class MemoryStore:
     def get(self, job_id: int) -> Job | None:
         return self._jobs.get(job_id)
 
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        with self._lock:
+            return {job_id: self._jobs[job_id] for job_id in job_ids if job_id in self._jobs}
+
     def find(self, name: str) -> Job | None:
         with self._lock:
             return next((job for job in self._jobs.values() if job.name == name), None)

@@ -175,6 +175,13 @@ class ResilientStore:
                 return self._pending[job_id]
         return self.inner.get(job_id)
 
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        with self._lock:
+            live = [job_id for job_id in job_ids if job_id not in self._tombstones]
+            kept = {job_id: self._pending[job_id] for job_id in live if job_id in self._pending}
+            unread = [job_id for job_id in live if job_id not in kept]
+        return {**(self.inner.get_many(unread) if unread else {}), **kept}
+
     def find(self, name: str) -> Job | None:
         with self._lock:
             for job in self._pending.values():

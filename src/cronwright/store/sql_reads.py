@@ -10,6 +10,8 @@ from cronwright.model import Job, State
 
 JOB_COLUMNS = "id, version, data"
 LIVE = tuple(state.value for state in State if state.live)
+# Ids per `IN (...)` of get_many: far below SQLite's limit on bound parameters (32,766 since 3.32).
+_IDS_PER_READ = 500
 
 
 class SqlJobReads:
@@ -33,6 +35,19 @@ class SqlJobReads:
 
     def get(self, job_id: int) -> Job | None:
         return self._one("id", job_id)
+
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        wanted = sorted(set(job_ids))
+        found: dict[int, Job] = {}
+        with self._reading() as connection:
+            for start in range(0, len(wanted), _IDS_PER_READ):
+                chunk = wanted[start : start + _IDS_PER_READ]
+                marks = ", ".join([self._p] * len(chunk))
+                rows = connection.execute(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE id IN ({marks}) AND NOT deleted", chunk
+                ).fetchall()
+                found.update((job.id, job) for job in map(self._read_job, rows))
+        return found
 
     def find(self, name: str) -> Job | None:
         return self._one("name", name)
