@@ -73,7 +73,8 @@ class Service:
         self.allowlist = allowlist
         self.limits = limits
         # Serializes a create's dedupe, quota and name checks with its insert, so concurrent creates
-        # (HTTP and MCP run in threads) cannot slip past a source's max_schedules together.
+        # cannot slip past a dedupe key or a source's max_schedules together: the lock among this
+        # process's threads (HTTP and MCP), the store's exclusive section among processes and nodes.
         self._create_lock = threading.Lock()
 
     @property
@@ -309,7 +310,7 @@ class Service:
             origin=fields.scalar_map(data, "origin") or {"source": source.name},
             **self._knobs(data, None),
         )
-        with self._create_lock:
+        with self._create_lock, self.store.exclusive():
             if dedupe_key is not None:
                 existing = self._deduped(dedupe_key, once, source)
                 if existing is not None:

@@ -227,6 +227,45 @@ def test_name_taken_holds_across_two_handles_of_one_store(backend: Backend) -> N
     assert [found.name for found in two.jobs()] == ["raced", "shared"]
 
 
+# -- exclusive sections ----------------------------------------------------------------------------
+
+
+def test_an_exclusive_section_holds_off_another_handles_until_it_ends(backend: Backend) -> None:
+    # Memory handles share nothing, so there the two sections run on one handle, from two threads.
+    one = backend.open()
+    two = backend.open() if backend.shared else one
+    entered = threading.Event()
+
+    def rival() -> None:
+        with two.exclusive():
+            entered.set()
+            two.insert(job("second"))
+
+    with one.exclusive():
+        thread = threading.Thread(target=rival)
+        thread.start()
+        # The store's own calls work inside the section, from the thread that holds it.
+        one.insert(job("first"))
+        assert [found.name for found in one.jobs()] == ["first"]
+        assert not entered.wait(0.3), "a second exclusive section ran beside the first"
+    assert entered.wait(10)
+    thread.join(10)
+
+    assert [found.name for found in two.jobs()] == ["first", "second"]
+
+
+def test_an_exclusive_section_is_free_again_after_an_error_inside_it(backend: Backend) -> None:
+    store = backend.open()
+    with pytest.raises(NameTaken), store.exclusive():
+        store.insert(job("taken"))
+        store.insert(job("taken"))
+
+    with store.exclusive():
+        store.insert(job("after"))
+    reader = backend.open() if backend.shared else store
+    assert "after" in [found.name for found in reader.jobs()]
+
+
 # -- delete --------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ of its runs covered at once, so the cost of a lease does not grow with the runs 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -43,6 +44,15 @@ class Store(Protocol):
     @property
     def description(self) -> str:
         """Where the store lives, for `status` (no secrets: a password in a URL is masked)."""
+        ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """A section that no other `exclusive` section on this store runs beside, in any thread, process
+        or node: it makes a create's checks (dedupe key, quota, name) and its insert one atomic step.
+
+        Keep it short: it holds the store's write lock (SQLite) or an advisory lock (PostgreSQL). The
+        store's own methods may be called inside it, from the thread that entered it. It never nests.
+        """
         ...
 
     def insert(self, job: Job) -> Job:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 
 from cronwright.errors import NameTaken, StoreError
@@ -15,6 +16,7 @@ from cronwright.store.base import LEASE_TTL, NodeBeat
 class MemoryStore:
     def __init__(self, run_history: int = 100) -> None:
         self._lock = threading.Lock()
+        self._exclusive = threading.Lock()  # one process holds a memory store: a lock serializes it
         self._jobs: dict[int, Job] = {}
         self._deleted: dict[int, Job] = {}
         self._runs: dict[int, deque[Run]] = defaultdict(lambda: deque(maxlen=run_history))
@@ -29,6 +31,11 @@ class MemoryStore:
     @property
     def description(self) -> str:
         return "memory:"
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._exclusive:
+            yield
 
     def insert(self, job: Job) -> Job:
         with self._lock:

@@ -260,6 +260,8 @@ class PostgresStore(SqlJobReads):
         self._run_history = run_history
         self._lease_clock = LeaseClock(lease_clock)
         self._channel = channel_of(self._schema)
+        digest = hashlib.sha256(f"cronwright:exclusive:{self._schema}".encode()).digest()
+        self._exclusive_key = int.from_bytes(digest[:8], "big", signed=True)
         # This store's mark on its notifications, so its own listener can tell them from other nodes'.
         self._token = secrets.token_hex(8)
         try:
@@ -518,6 +520,17 @@ class PostgresStore(SqlJobReads):
 
     def _reading(self) -> AbstractContextManager[Any]:
         return self._session(write=False)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """A session-level advisory lock of this schema's, held on one pooled connection: every node on
+        the schema waits for it. The server drops it if the connection dies."""
+        with self._session(write=False) as connection:
+            connection.execute("SELECT pg_advisory_lock(%s)", (self._exclusive_key,))
+            try:
+                yield
+            finally:
+                connection.execute("SELECT pg_advisory_unlock(%s)", (self._exclusive_key,))
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake.

@@ -11,9 +11,10 @@ restart could then claim it again. So `save` reports per job whether the write i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -54,6 +55,13 @@ class ResilientStore:
     @property
     def description(self) -> str:
         return self.inner.description
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        # This store's lock first, as every other path takes it before the inner store's: a section
+        # that held the inner store's lock and then waited for this one would deadlock with a save.
+        with self._lock, self.inner.exclusive():
+            yield
 
     def insert(self, job: Job) -> Job:
         return self.inner.insert(job)

@@ -122,7 +122,8 @@ class SqliteStore(SqlJobReads):
             raise ValueError(f"run_history must be 0 or more, not {run_history}")
         self._path = Path(path).expanduser().absolute()
         self._run_history = run_history
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._exclusive_thread: int | None = None  # inside `exclusive`: its calls join its transaction
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             if not self._path.exists():
@@ -276,6 +277,10 @@ class SqliteStore(SqlJobReads):
             connection = self._conn
             if connection is None:
                 raise StoreError(f"the store {self._path} is closed")
+            if self._exclusive_thread == threading.get_ident():
+                # Part of the `exclusive` section's transaction, which commits or rolls back whole.
+                yield connection
+                return
             try:
                 # IMMEDIATE takes the write lock before the first read, so a read-then-write is atomic
                 # across processes, and a busy database is waited for here rather than failing mid-way.
@@ -290,6 +295,17 @@ class SqliteStore(SqlJobReads):
             except BaseException:
                 _rollback(connection)
                 raise
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One write transaction (`BEGIN IMMEDIATE`: SQLite's single writer lock, across processes) that
+        the store's calls from this thread join until the section ends."""
+        with self._transaction(write=True):
+            self._exclusive_thread = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._exclusive_thread = None
 
     def _read_job(self, row: Sequence[Any]) -> Job:
         job_id, version, data = row[0], row[1], row[2]
