@@ -35,6 +35,8 @@ log = logging.getLogger("cronwright.node")
 DUE_CHUNK = 64
 # How long a tick lingers after a run ends, so that runs ending together are recorded together.
 GROUP_COMMIT_WINDOW = 0.005
+# The least a node sleeps when a peer's lease is due, so that an overdue one never spins the loop.
+PEER_LEASE_FLOOR = timedelta(seconds=1)
 # How many times a compare-and-swap that lost to another writer is read and decided again.
 CAS_TRIES = 5
 # A failed pass is tried again after 1 s, then 2, 4, ... up to this many seconds.
@@ -401,6 +403,12 @@ class Node:
             deadlines.append(next_wake)
         if self._running:
             deadlines.append(now + self.settings.lease_beat)
+        left = self.store.lease_left(now, self.settings.lease_ttl, self.id)
+        if left is not None:
+            # A peer's runs are in flight: look again when its lease could run out, so a dead peer's
+            # runs are found within a lease. Not sooner than a second: an overdue lease whose runs a
+            # pass could not recover (a clock skew, say) must not spin the loop.
+            deadlines.append(now + max(left, PEER_LEASE_FLOOR))
         return max(0.0, (min(deadlines) - now).total_seconds())
 
     def serve_forever(self) -> None:

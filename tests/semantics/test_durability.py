@@ -173,3 +173,22 @@ def test_a_node_whose_run_was_taken_for_dead_records_nothing_twice_and_keeps_cla
     assert harness.node.store.persistence.value == "persisted"
     runs = harness.ok("history", name="slow")["runs"]
     assert [(r["fire_id"], r["attempt"], r["outcome"]) for r in runs] == [("1-1", 1, "interrupted")]
+
+
+def test_an_idle_node_looks_again_when_a_peers_lease_could_run_out(harness: Harness) -> None:
+    """Semantic 19, "within a minute": a serving node with nothing due for hours still finds a dead peer's
+    run when the peer's lease runs out (45 s), not at its next safety wake-up (60 s later)."""
+    gate = threading.Event()
+    harness.runner.hold["slow"] = gate
+    harness.create("slow", {"cron": "0 10 * * *"})
+    harness.clock.set(at("2026-03-02T10:00:00+01:00"))
+    harness.node.run_pass()  # the peer claims and beats at 10:00:00, then dies (it never beats again)
+    assert harness.runner.started.wait(10)
+    harness.clock.set(at("2026-03-02T10:00:05+01:00"))
+    watcher = harness.restart()
+
+    assert watcher.node.seconds_until_next_pass() == 40.0
+    harness.clock.set(at("2026-03-02T10:00:45+01:00"))
+    assert watcher.node.run_pass().recovered == ["1-1"]
+    assert watcher.node.seconds_until_next_pass() == 60.0  # no peer holds a run: the safety interval
+    gate.set()

@@ -279,6 +279,25 @@ def test_a_node_silent_for_the_ttl_on_the_databases_clock_is_dead(
     assert [orphan.name for orphan in orphans] == ["stuck"]
 
 
+def test_lease_left_is_measured_on_the_databases_clock(open_: Callable[..., PostgresStore], url: str) -> None:
+    store, watcher = open_(), open_()
+    held(store, "busy", "node-busy")
+    now = datetime.now(UTC)
+    store.beat("node-busy", now)
+    # Its last beat was 30 s ago on the database's clock.
+    with pg.connect(url) as connection:
+        connection.execute(
+            sql.SQL(
+                "UPDATE {}.nodes SET db_beat_at = now() - interval '30 seconds' WHERE node = 'node-busy'"
+            ).format(sql.Identifier(store.schema))
+        )
+
+    # Whatever the watcher's own clock says: 15 s left, less the moments this test took.
+    for clock in (now, now + timedelta(hours=1), now - timedelta(days=2)):
+        left = watcher.lease_left(clock, timedelta(seconds=45), "node-watcher")
+        assert left is not None and timedelta(seconds=10) < left <= timedelta(seconds=15)
+
+
 def test_beats_are_shown_on_the_databases_clock(open_: Callable[..., PostgresStore]) -> None:
     store = open_()
     before = datetime.now(UTC)

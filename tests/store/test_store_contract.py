@@ -614,6 +614,37 @@ def test_a_node_that_stopped_beating_leaves_its_runs_orphaned(store: Store) -> N
     assert {orphan.in_flight.node for orphan in orphans if orphan.in_flight} == {"node-dead", "node-never"}
 
 
+def test_lease_left_is_the_oldest_peer_beat_plus_the_ttl(store: Store) -> None:
+    ttl = timedelta(seconds=45)
+    first, second, mine = (store.insert(job(name)) for name in ("first", "second", "mine"))
+    assert store.lease_left(T0, ttl, "node-me") is None  # nobody holds a run
+
+    store.save([running(mine, "node-me")])
+    store.beat("node-me", T0)
+    assert store.lease_left(T0, ttl, "node-me") is None  # only the asking node does
+
+    store.save([running(first, "node-a"), running(second, "node-b")])
+    store.beat("node-a", T0 + timedelta(seconds=20))
+    store.beat("node-b", T0 + timedelta(seconds=5))
+    assert store.lease_left(T0 + timedelta(seconds=30), ttl, "node-me") == timedelta(seconds=20)
+    # Asked by node-b: node-a's lease, and node-me's, which has not beaten since T0.
+    assert store.lease_left(T0 + timedelta(seconds=30), ttl, "node-b") == timedelta(seconds=15)
+
+    store.beat("node-b", T0 + timedelta(seconds=40))  # a beat moves the holder's lease on
+    assert store.lease_left(T0 + timedelta(seconds=70), ttl, "node-me") == timedelta(seconds=-5)
+
+
+def test_lease_left_is_none_for_a_waiting_retry_and_zero_for_a_holder_that_never_beat(store: Store) -> None:
+    ttl = timedelta(seconds=45)
+    waiting, held = store.insert(job("waiting")), store.insert(job("held"))
+    store.save([running(waiting, None, retry_at=T0 + timedelta(minutes=1))])
+    assert store.lease_left(T0, ttl, "node-me") is None
+
+    store.save([running(held, "node-silent")])
+    left = store.lease_left(T0, ttl, "node-me")
+    assert left is not None and left <= timedelta(0)
+
+
 def test_only_running_jobs_held_by_a_node_can_be_orphans(store: Store) -> None:
     waiting = store.insert(job("waiting"))
     store.save([running(waiting, None, retry_at=T0 + timedelta(minutes=1))])

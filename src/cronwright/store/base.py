@@ -142,6 +142,14 @@ class Store(Protocol):
         """Running jobs whose attempt is held by a node that has not beaten since `now - ttl`."""
         ...
 
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
+        """How long until a run that a node other than `node` holds would be orphaned if its holder beat
+        no more: the oldest such holder's last beat plus `ttl`, less now (zero or less once one is
+        overdue). None while no other node holds a run. A node sleeps no longer than this, so it finds a
+        dead peer's runs within a lease, not a safety interval, later.
+        """
+        ...
+
     def counts(self) -> dict[str, int]:
         """How many jobs (not deleted) are in each state."""
         ...

@@ -149,6 +149,22 @@ class MemoryStore:
                 and job.in_flight.node not in alive
             ]
 
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
+        with self._lock:
+            holders = {
+                job.in_flight.node
+                for job in self._jobs.values()
+                if job.state is State.RUNNING
+                and job.in_flight is not None
+                and job.in_flight.node not in (None, node)
+            }
+            if not holders:
+                return None
+            beats = [self._beats[h].beat_at if h in self._beats else None for h in holders]
+            if None in beats:
+                return timedelta(0)  # a holder that never beat is overdue already
+            return min(beat for beat in beats if beat is not None) + ttl - now
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             counts = {state.value: 0 for state in State}

@@ -119,6 +119,16 @@ _ORPHANS = (
 )
 
 
+# The holders of runs other than one node: how many, whether one never beat, their oldest beat, and how
+# long until that beat is `ttl` old on the server's clock.
+_LEASE_LEFT = (
+    "SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),"
+    " min(nodes.{beat}) + %s::interval - now() FROM (SELECT DISTINCT flight_node FROM jobs"
+    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s) AS holders"
+    " LEFT JOIN nodes ON nodes.node = holders.flight_node"
+)
+
+
 # -- the schema ------------------------------------------------------------------------------------
 
 
@@ -620,6 +630,20 @@ class PostgresStore(SqlJobReads):
         with self._session(write=False) as connection:
             rows = connection.execute(query, params).fetchall()
         return [self._read_job(row) for row in rows]
+
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
+        # On the database's clock, the answer is a duration from the server's now: no node clock enters.
+        database = self._lease_clock is LeaseClock.DATABASE
+        with self._session(write=False) as connection:
+            row = connection.execute(
+                _LEASE_LEFT.format(beat="db_beat_at" if database else "beat_at"), (ttl, node)
+            ).fetchone()
+        if row is None or not row[0]:
+            return None
+        _, never_beat, oldest, left = row
+        if never_beat:
+            return timedelta(0)
+        return left if database else oldest + ttl - now  # type: ignore[no-any-return]
 
     def counts(self) -> dict[str, int]:
         counts = {state.value: 0 for state in State}

@@ -259,6 +259,9 @@ class ResilientStore:
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         return [job for job in map(self._overlay, self.inner.orphans(now, ttl)) if job is not None]
 
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
+        return self.inner.lease_left(now, ttl, node)
+
     def counts(self) -> dict[str, int]:
         return self.inner.counts()
 

@@ -55,6 +55,12 @@ _SAVE_JOB = (
     " data = ?, created_by = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
 )
 _INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
+# The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
+_LEASE_LEFT = (
+    "SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs"
+    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?) AS holders"
+    " LEFT JOIN nodes ON nodes.node = holders.flight_node"
+)
 _PRUNE_RUNS = (
     "DELETE FROM runs WHERE job_id = ? AND seq NOT IN"
     " (SELECT seq FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?)"
@@ -445,6 +451,13 @@ class SqliteStore(SqlJobReads):
                 (State.RUNNING.value, micros(now - ttl)),
             ).fetchall()
         return [self._read_job(row) for row in rows]
+
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
+        with self._transaction(write=False) as connection:
+            holders, oldest = connection.execute(_LEASE_LEFT, (node,)).fetchone()
+        if not holders:
+            return None
+        return from_micros(oldest) + ttl - now
 
     def counts(self) -> dict[str, int]:
         counts = {state.value: 0 for state in State}
