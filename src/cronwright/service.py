@@ -56,6 +56,7 @@ MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_att
 IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
 SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at"}
 MAX_ARGS_BYTES = 16_384
+LIST_PAGE_MAX = 1000  # the most rows one page of `list` holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,17 @@ class Service:
         except ValueError:
             raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
         target = fields.text(request, "target", required=False)
-        return {"jobs": [self.row(job) for job in self.store.jobs(state, target, _own(source))]}
+        # Paged on request: `limit` rows after the name `after_name`, and where more follow, the name to
+        # ask after next. Without a limit, every row (the contract's reply).
+        limit = None if request.get("limit") is None else fields.integer(request, "limit", 1, LIST_PAGE_MAX)
+        after_name = fields.text(request, "after_name", required=False)
+        jobs = self.store.jobs(
+            state, target, _own(source), after_name=after_name, limit=None if limit is None else limit + 1
+        )
+        reply: dict[str, Any] = {"jobs": [self.row(job) for job in jobs[:limit]]}
+        if limit is not None and len(jobs) > limit:
+            reply["next_after_name"] = jobs[limit - 1].name
+        return reply
 
     def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         limit = fields.integer(request, "limit", 1, 1000, default=20)

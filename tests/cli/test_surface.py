@@ -122,6 +122,7 @@ def test_json_output_is_exactly_the_protocol_reply(cw: Cronwright) -> None:
     pairs: list[tuple[tuple[str, ...], dict[str, object]]] = [
         (("list",), {"action": "list"}),
         (("list", "--state", "active"), {"action": "list", "state": "active"}),
+        (("list", "--limit", "1", "--after", "a"), {"action": "list", "limit": 1, "after_name": "a"}),
         (("show", "daily"), {"action": "get", "name": "daily"}),
         (("history", "daily", "--limit", "5"), {"action": "history", "name": "daily", "limit": 5}),
         (("targets",), {"action": "targets"}),
@@ -213,3 +214,18 @@ def test_call_prints_the_reply(cw: Cronwright) -> None:
     assert unknown.rc == 1 and unknown.json()["error"] == "unknown_action"
     too_big = cw.run("call", "-", stdin=json.dumps({"action": "list", "pad": "x" * 70_000}))
     assert too_big.rc == 1 and too_big.json()["error"] == "message_too_large"
+
+
+@needs_faketime
+def test_a_page_of_the_list_says_how_to_ask_for_the_next(cw: Cronwright) -> None:
+    for name in ("beta", "alpha", "gamma"):
+        cw.json("add", name, "--target", "sh", "--action", "log", "--cron", "0 10 * * *", at=NOW)
+
+    first = cw.ok("list", "--limit", "2", at=NOW).stdout
+    last = cw.ok("list", "--limit", "2", "--after", "beta", at=NOW).stdout
+
+    assert [line.split()[0] for line in first.splitlines()[1:3]] == ["alpha", "beta"]
+    assert first.splitlines()[-1] == "More follow: add --after beta for the next page."
+    assert [line.split()[0] for line in last.splitlines()[1:2]] == ["gamma"]
+    assert "More follow" not in last
+    assert cw.json("list", "--limit", "2", at=NOW)["next_after_name"] == "beta"

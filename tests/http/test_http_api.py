@@ -117,6 +117,20 @@ def test_the_read_routes_answer_as_the_protocol(live: Live) -> None:
     assert status["node"]["zone"] == "Europe/Berlin"
 
 
+def test_jobs_come_in_pages_over_http(live: Live) -> None:
+    for name in ("b-report", "a-report"):  # the agent's quota is two
+        live.create("agent", name)
+
+    first = live.http.get("/v1/jobs", params={"limit": "1"}, headers=bearer("agent")).json()
+    after = {"limit": "1", "after_name": first["next_after_name"]}
+    rest = live.http.get("/v1/jobs", params=after, headers=bearer("agent")).json()
+
+    assert [job["name"] for job in first["jobs"]] == ["a-report"]
+    assert first["next_after_name"] == "a-report"
+    assert [job["name"] for job in rest["jobs"]] == ["b-report"]
+    assert "next_after_name" not in rest
+
+
 @pytest.mark.parametrize(
     ("path", "params", "field"),
     [

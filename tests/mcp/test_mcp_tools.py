@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from cronwright.app import App
-from cronwright.fronts.mcp import build_server
+from cronwright.fronts.mcp import MCP_LIST_PAGE, build_server
 from cronwright.sources import Source
 from serving import make_app
 
@@ -100,6 +100,53 @@ def test_an_agent_creates_lists_pauses_and_deletes_a_schedule(app: App) -> None:
         assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
 
     as_source(app, "agent", session)
+
+
+def unlimited_agent(app: App, jobs: int) -> Source:
+    """The agent without its quota, holding `jobs` schedules named job-000, job-001, ..."""
+    agent = app.config.source("agent")
+    agent = Source(agent.name, targets=agent.targets)
+    for index in range(jobs):
+        job = {
+            "name": f"job-{index:03d}",
+            "target": "reports",
+            "action": "daily",
+            "schedule": {"every": "1h"},
+        }
+        assert app.protocol.dispatch({"action": "create_job", "job": job}, agent)["ok"]
+    return agent
+
+
+def list_pages(app: App, agent: Source, *calls: dict[str, Any]) -> list[dict[str, Any]]:
+    pages: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        async with Client(build_server(app.protocol, lambda request: agent)) as client:
+            for arguments in calls:
+                pages.append((await client.call_tool("schedules_list", arguments)).structured_content or {})
+
+    anyio.run(main)
+    return pages
+
+
+def test_an_agent_lists_its_schedules_a_page_at_a_time(app: App) -> None:
+    agent = unlimited_agent(app, 3)
+
+    first, rest = list_pages(app, agent, {"limit": 2}, {"limit": 2, "after_name": "job-001"})
+
+    assert [job["name"] for job in first["jobs"]] == ["job-000", "job-001"]
+    assert first["next_after_name"] == "job-001"
+    assert [job["name"] for job in rest["jobs"]] == ["job-002"]
+    assert "next_after_name" not in rest
+
+
+def test_an_agents_list_is_one_bounded_page_by_default(app: App) -> None:
+    agent = unlimited_agent(app, MCP_LIST_PAGE + 1)
+
+    (page,) = list_pages(app, agent, {})
+
+    assert len(page["jobs"]) == MCP_LIST_PAGE
+    assert page["next_after_name"] == f"job-{MCP_LIST_PAGE - 1:03d}"
 
 
 def test_a_refusal_is_a_tool_error_that_says_what_to_fix(app: App) -> None:

@@ -130,3 +130,25 @@ def test_an_idle_node_sleeps_until_its_next_due_instant(harness: Harness) -> Non
     # Nothing due for three hours: it wakes only at its safety interval, to notice other processes.
     assert harness.node.seconds_until_next_pass() == harness.node.settings.safety_interval.total_seconds()
     assert harness.node.settings.safety_interval >= timedelta(seconds=60)
+
+
+def test_list_pages_by_name_and_says_where_the_next_page_starts(harness: Harness) -> None:
+    names = [f"job-{index:02d}" for index in range(7)]
+    for name in reversed(names):
+        harness.create(name, {"every": "1h"})
+
+    pages, after = [], None
+    while True:
+        reply = harness.ok("list", limit=3, **({"after_name": after} if after else {}))
+        pages.append([row["name"] for row in reply["jobs"]])
+        after = reply.get("next_after_name")
+        if after is None:
+            break
+
+    assert pages == [names[0:3], names[3:6], names[6:7]]
+    assert "next_after_name" not in harness.ok("list")  # without a limit: every row, as before
+    assert len(harness.ok("list")["jobs"]) == 7
+    assert harness.ok("list", limit=7).keys() == {"ok", "jobs"}  # exactly a page: nothing follows
+    for limit in (0, 1001, "3"):
+        refused = harness.call("list", limit=limit)
+        assert (refused["error"], refused["field"]) == ("invalid", "limit"), limit

@@ -86,3 +86,20 @@ def test_get_many_sees_kept_writes_and_hides_failed_deletes() -> None:
     assert inner.get_many(ids) == {kept.id: kept, plain.id: plain, going.id: going}
     assert store.get_many(ids) == {kept.id: changed, plain.id: plain}
     assert store.get_many(ids) == {i: found for i in ids if (found := store.get(i)) is not None}
+
+
+def test_pages_of_jobs_follow_the_names_and_states_the_reads_see() -> None:
+    inner = Failing()
+    store = ResilientStore(inner, MemorySink())
+    made = {name: store.insert(job(name, "agent")) for name in ("a", "b", "c", "d")}
+    assert [found.name for found in store.jobs(after_name="a", limit=2)] == ["b", "c"]
+
+    inner.broken = True
+    renamed = made["a"].evolve(name="e")  # kept in memory: the stored row still says "a"
+    ended = made["c"].evolve(state=State.DONE, next_run_at=None)
+    assert store.save([renamed, ended]) == [Write.KEPT, Write.KEPT]
+    store.delete(made["b"].id)  # leaves a tombstone
+
+    assert [found.name for found in store.jobs(limit=2)] == ["c", "d"]
+    assert [found.name for found in store.jobs(after_name="c", limit=5)] == ["d", "e"]
+    assert [found.name for found in store.jobs(State.ACTIVE, limit=1)] == ["d"]

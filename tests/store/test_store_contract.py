@@ -494,6 +494,24 @@ def test_jobs_are_listed_by_name_and_filtered(store: Store) -> None:
     assert store.jobs(state=State.DONE) == []
 
 
+def test_jobs_come_in_pages_after_a_name(store: Store) -> None:
+    made = {
+        name: store.insert(job(name)) for name in ("delta", "alpha", "Zulu", "charlie", "bravo", "éclair")
+    }
+    store.save([made["charlie"].evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)])
+
+    def by_name(found: list[Job]) -> list[str]:
+        return [each.name for each in found]
+
+    # Code point order: capitals before lower case, accented letters after z.
+    assert by_name(store.jobs(limit=2)) == ["Zulu", "alpha"]
+    assert by_name(store.jobs(after_name="alpha", limit=2)) == ["bravo", "charlie"]
+    assert by_name(store.jobs(after_name="charlie")) == ["delta", "éclair"]
+    assert by_name(store.jobs(after_name="b", limit=10)) == ["bravo", "charlie", "delta", "éclair"]
+    assert store.jobs(after_name="éclair") == []
+    assert by_name(store.jobs(State.ACTIVE, after_name="bravo", limit=1)) == ["delta"]  # charlie is paused
+
+
 def test_jobs_are_filtered_by_their_creator_in_the_store(store: Store) -> None:
     mine_b = store.insert(job("b-mine", created_by="agent"))
     mine_a = store.insert(job("a-mine", created_by="agent", target="reports", action="daily"))

@@ -7,6 +7,7 @@ a bad config, a store that cannot be opened). `--json` prints the protocol's rep
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -128,9 +129,18 @@ def _now() -> datetime:
 @cli.command("list")
 @click.option("--state", help="Only jobs in this state (active, paused, running, expired, done, failed).")
 @click.option("--target", help="Only jobs of this target.")
+@click.option("--limit", type=click.IntRange(1, 1000), help="At most this many rows (a page), by name.")
+@click.option("--after", "after_name", metavar="NAME", help="Only jobs whose name sorts after NAME.")
 @json_option
 @pass_runtime
-def list_jobs(runtime: Runtime, state: str | None, target: str | None, as_json: bool) -> None:
+def list_jobs(
+    runtime: Runtime,
+    state: str | None,
+    target: str | None,
+    limit: int | None,
+    after_name: str | None,
+    as_json: bool,
+) -> None:
     """The schedules, like `systemctl list-timers`."""
 
     def human(reply: Reply) -> None:
@@ -141,8 +151,12 @@ def list_jobs(runtime: Runtime, state: str | None, target: str | None, as_json: 
             return
         render.table(render.JOB_COLUMNS, rows)
         click.echo(f"\n{len(rows)} schedule{'s' if len(rows) != 1 else ''}.")
+        following = reply.get("next_after_name")
+        if following is not None:
+            click.echo(f"More follow: add --after {shlex.quote(following)} for the next page.")
 
-    finish(runtime.call("list", state=state, target=target), as_json, human)
+    reply = runtime.call("list", state=state, target=target, limit=limit, after_name=after_name)
+    finish(reply, as_json, human)
 
 
 @cli.command()

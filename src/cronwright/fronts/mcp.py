@@ -39,6 +39,9 @@ schedules you created."""
 
 # --- argument types: every argument carries its description into the tool's input schema ---------------
 
+# An agent reads every row it lists into its context: pages keep that bounded.
+MCP_LIST_PAGE = 100
+
 Name = Annotated[
     StrictStr | None,
     Field(description="The schedule's name (as in schedules_list). Give this or job_id."),
@@ -229,9 +232,20 @@ class _Tools:
             ),
         ] = None,
         target: Annotated[StrictStr | None, Field(description="Only schedules of this target.")] = None,
+        limit: Annotated[
+            StrictInt, Field(description=f"At most this many schedules, 1-1000 (default {MCP_LIST_PAGE}).")
+        ] = MCP_LIST_PAGE,
+        after_name: Annotated[
+            StrictStr | None,
+            Field(
+                description="Only schedules whose name sorts after this one: the next_after_name of a page."
+            ),
+        ] = None,
     ) -> Reply:
-        """List your schedules, ordered by name, with their state, next run, last run and end."""
-        return self._call(ctx, {"action": "list", **_given(state=state, target=target)})
+        """List your schedules, ordered by name, with their state, next run, last run and end. One page at
+        a time: when more follow, the reply's next_after_name is the after_name of the next page."""
+        request = _given(state=state, target=target, limit=limit, after_name=after_name)
+        return self._call(ctx, {"action": "list", **request})
 
     def schedules_get(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
         """Show one of your schedules and its ten most recent runs."""

@@ -174,6 +174,7 @@ SCHEMAS: dict[str, Any] = {
             "state": {"type": "string", "enum": STATES},
             "target": {"type": "string"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+            "after_name": {"type": "string"},
             "expression": {"type": "string"},
             "tz": {"type": "string"},
             "after": ISO,
@@ -192,7 +193,9 @@ SCHEMAS: dict[str, Any] = {
         },
         ["job"],
     ),
-    "JobsReply": _ok({"jobs": {"type": "array", "items": _ref("Job")}}, ["jobs"]),
+    "JobsReply": _ok(
+        {"jobs": {"type": "array", "items": _ref("Job")}, "next_after_name": {"type": "string"}}, ["jobs"]
+    ),
     "RunsReply": _ok({"runs": {"type": "array", "items": _ref("Run")}}, ["runs"]),
     "StatusReply": _ok(
         {
@@ -303,6 +306,14 @@ PATHS: dict[str, Any] = {
         [
             _query("state", {"type": "string", "enum": STATES}, "Only jobs in this state."),
             _query("target", {"type": "string"}, "Only jobs of this target."),
+            _query(
+                "limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "At most this many (a page)."
+            ),
+            _query(
+                "after_name",
+                {"type": "string"},
+                "Only jobs whose name sorts after this one: the `next_after_name` of the previous page.",
+            ),
         ],
     ),
     "/v1/jobs/{name}": _get(

@@ -90,12 +90,19 @@ class Store(Protocol):
         ...
 
     def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+        self,
+        state: State | None = None,
+        target: str | None = None,
+        created_by: str | None = None,
+        *,
+        after_name: str | None = None,
+        limit: int | None = None,
     ) -> list[Job]:
         """Jobs that are not deleted, ordered by name, optionally of one state, one target and one source.
 
         `created_by` filters in the store (a durable store reads it through an index), so a source's own
-        jobs cost what that source has, not what the store holds.
+        jobs cost what that source has, not what the store holds. A page is the first `limit` of those
+        whose name sorts after `after_name` (names compare by code point).
         """
         ...
 

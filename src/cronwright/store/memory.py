@@ -81,7 +81,13 @@ class MemoryStore:
         return sorted(rows, key=lambda row: row[0].id)
 
     def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+        self,
+        state: State | None = None,
+        target: str | None = None,
+        created_by: str | None = None,
+        *,
+        after_name: str | None = None,
+        limit: int | None = None,
     ) -> list[Job]:
         with self._lock:
             found = [
@@ -90,8 +96,9 @@ class MemoryStore:
                 if (state is None or job.state is state)
                 and (target is None or job.target == target)
                 and (created_by is None or job.created_by == created_by)
+                and (after_name is None or job.name > after_name)
             ]
-        return sorted(found, key=lambda job: job.name)
+        return sorted(found, key=lambda job: job.name)[:limit]
 
     def count_live(self, created_by: str) -> int:
         with self._lock:

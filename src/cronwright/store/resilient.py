@@ -206,13 +206,31 @@ class ResilientStore:
             ]
 
     def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+        self,
+        state: State | None = None,
+        target: str | None = None,
+        created_by: str | None = None,
+        *,
+        after_name: str | None = None,
+        limit: int | None = None,
     ) -> list[Job]:
-        # A job's target and creator never change, so the stored row filters on them as well as the
-        # overlay would; its state may differ in the overlay, so that filter comes after it.
         with self._lock:
+            if not self._pending and not self._tombstones:
+                return self.inner.jobs(state, target, created_by, after_name=after_name, limit=limit)
+            # A job's target and creator never change, so the stored row filters on them as well as the
+            # overlay would; its state and name may differ in the overlay, so those filters come after it.
             found = [self._overlay(job) for job in self.inner.jobs(None, target, created_by)]
-            return [job for job in found if job is not None and (state is None or job.state is state)]
+            kept = sorted(
+                (
+                    job
+                    for job in found
+                    if job is not None
+                    and (state is None or job.state is state)
+                    and (after_name is None or job.name > after_name)
+                ),
+                key=lambda job: job.name,
+            )
+            return kept[:limit]
 
     def count_live(self, created_by: str) -> int:
         with self._lock:

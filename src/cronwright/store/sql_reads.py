@@ -60,10 +60,16 @@ class SqlJobReads:
         return [(self._read_job(row), bool(row[3])) for row in rows]
 
     def jobs(
-        self, state: State | None = None, target: str | None = None, created_by: str | None = None
+        self,
+        state: State | None = None,
+        target: str | None = None,
+        created_by: str | None = None,
+        *,
+        after_name: str | None = None,
+        limit: int | None = None,
     ) -> list[Job]:
         query = f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted"
-        params: list[str] = []
+        params: list[str | int] = []
         if created_by is not None:
             # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
             query += f" AND created_by = {self._p}"
@@ -74,8 +80,15 @@ class SqlJobReads:
         if target is not None:
             query += f" AND target = {self._p}"
             params.append(target)
+        if after_name is not None:
+            query += f" AND name > {self._p}"
+            params.append(after_name)
+        query += " ORDER BY name"
+        if limit is not None:
+            query += f" LIMIT {self._p}"
+            params.append(max(limit, 0))
         with self._reading() as connection:
-            rows = connection.execute(query + " ORDER BY name", params).fetchall()
+            rows = connection.execute(query, params).fetchall()
         return [self._read_job(row) for row in rows]
 
     def count_live(self, created_by: str) -> int:
