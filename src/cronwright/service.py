@@ -121,6 +121,9 @@ class Service:
         reply: dict[str, Any] = {"jobs": [self.row(job) for job in jobs[:limit]]}
         if limit is not None and len(jobs) > limit:
             reply["next_after_name"] = jobs[limit - 1].name
+        unreadable = _unreadable(self.store.unreadable, source)
+        if unreadable:
+            reply["unreadable"] = unreadable
         return reply
 
     def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -151,6 +154,7 @@ class Service:
                     {"node": beat.node, "last_beat": render(beat.beat_at, self.zone)}
                     for beat in self.store.beats()
                 ],
+                "unreadable": _unreadable(self.store.unreadable, source),
             },
             "counts": self.store.counts() if source.operator else self._own_counts(source),
             "running": self.node.in_flight(),
@@ -446,3 +450,11 @@ class Service:
 def _own(source: Source) -> str | None:
     """The creator a source's reads filter on: its own name, or none for the operator, who sees all."""
     return None if source.operator else source.name
+
+
+def _unreadable(rows: Mapping[int, str], source: Source) -> list[dict[str, Any]]:
+    """Rows that reads leave out because they cannot be read. Only the operator sees them: whose a row
+    is cannot be told from a row that cannot be read."""
+    if not source.operator:
+        return []
+    return [{"id": job_id, "error": why} for job_id, why in sorted(rows.items())]

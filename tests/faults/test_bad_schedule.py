@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
-from conftest import Harness, at
+from conftest import Harness, at, make_harness
+from cronwright.clock import ManualClock
+from cronwright.store.sqlite import SqliteStore
 
-from .helpers import cli, edit_job_data, write_config
+from .helpers import cli, edit_job_data, raw, write_config
 
 DB = "cronwright.db"
 
@@ -174,3 +176,68 @@ def test_the_real_binary_lists_every_row_with_the_broken_one_among_them(tmp_path
     assert rows["alpha"]["next_run_at"] is not None and rows["omega"]["schedule_error"] is None
     assert table.returncode == 0, table.stderr
     assert "broken" in table.stdout and "3 schedules" in table.stdout
+
+
+# --- a row that cannot be read at all ------------------------------------------------------------------
+
+
+def spoil(db: Path, name: str, data: str = '{"name": "half a rec') -> None:
+    """Overwrites a row's JSON with something that does not parse, as a botched hand edit would."""
+    with raw(db) as connection:
+        connection.execute("UPDATE jobs SET data = ? WHERE name = ?", (data, name))
+
+
+def test_a_row_that_cannot_be_read_is_left_out_and_every_other_job_keeps_firing(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fixture_jobs(harness)
+    before = {job["name"]: job for job in harness.ok("list")["jobs"]}
+    spoil(tmp_path / DB, "b-broken")
+
+    listed = harness.ok("list")
+    assert [job["name"] for job in listed["jobs"]] == ["a-every", "c-cron", "d-shot"]
+    assert [row["id"] for row in listed["unreadable"]] == [before["b-broken"]["id"]]
+    assert "cannot be read" in listed["unreadable"][0]["error"]
+    assert harness.ok("status")["node"]["unreadable"] == listed["unreadable"]
+    assert harness.call("get", name="b-broken")["error"] == "store_unavailable"  # asked for by name
+
+    for minutes in range(0, 61, 5):
+        harness.clock.set(at("2026-03-02T09:00:00+01:00") + timedelta(minutes=minutes))
+        harness.tick()
+    fired = harness.runner.fire_ids()
+    ids = {name: job["id"] for name, job in before.items()}
+    assert len([f for f in fired if f.startswith(f"{ids['a-every']}-")]) == 12
+    assert len([f for f in fired if f.startswith(f"{ids['c-cron']}-")]) == 6
+    assert harness.job("d-shot")["state"] == "done"
+    assert not [f for f in fired if f.startswith(f"{ids['b-broken']}-")]
+
+
+def test_unreadable_rows_due_first_never_use_up_a_passs_slots(tmp_path: Path) -> None:
+    clock = ManualClock(at("2026-03-02T09:00:00+01:00"))
+    harness = make_harness(SqliteStore(tmp_path / DB), clock, max_concurrency=2)
+    for index in range(5):  # due at 09:30, before the good ones, and all spoiled
+        harness.create(f"bad-{index}", run_at="2026-03-02T09:30:00+01:00")
+        spoil(tmp_path / DB, f"bad-{index}")
+    for index in range(3):
+        harness.create(f"good-{index}", run_at="2026-03-02T10:00:00+01:00")
+    clock.set(at("2026-03-02T10:00:00+01:00"))
+
+    assert harness.tick()["fired"] == 3
+    assert sorted(job["name"] for job in harness.ok("list", state="done")["jobs"]) == [
+        "good-0", "good-1", "good-2"
+    ]  # fmt: skip
+    assert len(harness.ok("list")["unreadable"]) == 5
+    harness.runner.close()
+
+
+def test_a_repaired_row_is_read_again(harness: Harness, tmp_path: Path) -> None:
+    harness.create("fixed", {"every": "5m"})
+    with raw(tmp_path / DB) as connection:
+        (good,) = connection.execute("SELECT data FROM jobs WHERE name = 'fixed'").fetchone()
+    spoil(tmp_path / DB, "fixed")
+    assert harness.ok("list")["jobs"] == []
+
+    spoil(tmp_path / DB, "fixed", data=good)
+
+    assert [job["name"] for job in harness.ok("list")["jobs"]] == ["fixed"]
+    assert "unreadable" not in harness.ok("list")

@@ -126,6 +126,11 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _warn_unreadable(reply: Reply) -> None:
+    for row in reply.get("unreadable", []):
+        click.echo(f"warning: job {row['id']} is left out: {row['error']}", err=True)
+
+
 @cli.command("list")
 @click.option("--state", help="Only jobs in this state (active, paused, running, expired, done, failed).")
 @click.option("--target", help="Only jobs of this target.")
@@ -148,12 +153,14 @@ def list_jobs(
         rows = [render.job_cells(row, now) for row in reply["jobs"]]
         if not rows:
             click.echo("no schedules")
+            _warn_unreadable(reply)
             return
         render.table(render.JOB_COLUMNS, rows)
         click.echo(f"\n{len(rows)} schedule{'s' if len(rows) != 1 else ''}.")
         following = reply.get("next_after_name")
         if following is not None:
             click.echo(f"More follow: add --after {shlex.quote(following)} for the next page.")
+        _warn_unreadable(reply)
 
     reply = runtime.call("list", state=state, target=target, limit=limit, after_name=after_name)
     finish(reply, as_json, human)
@@ -231,6 +238,7 @@ def status(runtime: Runtime, as_json: bool) -> None:
                 ("nodes", peers),
             ]
         )
+        _warn_unreadable(node)
 
     finish(runtime.call("status"), as_json, human)
 

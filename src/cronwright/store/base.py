@@ -55,6 +55,12 @@ class Store(Protocol):
         """
         ...
 
+    @property
+    def unreadable(self) -> dict[int, str]:
+        """Rows that reads of many rows left out because they cannot be read (a hand edit behind the
+        store's back), by job id, with why; a row leaves this once a read finds it whole again."""
+        ...
+
     def insert(self, job: Job) -> Job:
         """Stores a new job; returns it with its assigned id and version 1.
 

@@ -32,6 +32,10 @@ class MemoryStore:
     def description(self) -> str:
         return "memory:"
 
+    @property
+    def unreadable(self) -> dict[int, str]:
+        return {}  # it holds the objects themselves: nothing to decode
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         with self._exclusive:

@@ -285,6 +285,7 @@ class PostgresStore(SqlJobReads):
         self._trouble: tuple[datetime, str] | None = None
         self._skew: timedelta | None = None
         self._listeners: list[Listener] = []
+        self._unreadable: dict[int, str] = {}
         self._prepare()
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = ConnectionPool(
             self._conninfo,
@@ -542,15 +543,8 @@ class PostgresStore(SqlJobReads):
             finally:
                 connection.execute("SELECT pg_advisory_unlock(%s)", (self._exclusive_key,))
 
-    def due(self, now: datetime, limit: int) -> list[Job]:
-        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake.
-        with self._session(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= %s"
-                " ORDER BY wake_at, id LIMIT %s",
-                (now, max(limit, 0)),
-            ).fetchall()
-        return [self._read_job(row) for row in rows]
+    def _instant(self, moment: datetime) -> object:
+        return moment
 
     def next_wake(self) -> datetime | None:
         with self._session(write=False) as connection:
@@ -629,7 +623,7 @@ class PostgresStore(SqlJobReads):
             params = (State.RUNNING.value, now - ttl)
         with self._session(write=False) as connection:
             rows = connection.execute(query, params).fetchall()
-        return [self._read_job(row) for row in rows]
+        return self._read_jobs(rows)
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         # On the database's clock, the answer is a duration from the server's now: no node clock enters.

@@ -56,6 +56,10 @@ class ResilientStore:
     def description(self) -> str:
         return self.inner.description
 
+    @property
+    def unreadable(self) -> dict[int, str]:
+        return self.inner.unreadable
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         # This store's lock first, as every other path takes it before the inner store's: a section

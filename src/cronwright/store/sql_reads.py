@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
+from cronwright.errors import StoreCorrupt
 from cronwright.model import Job, State
+
+log = logging.getLogger("cronwright.store")
 
 JOB_COLUMNS = "id, version, data"
 LIVE = tuple(state.value for state in State if state.live)
@@ -16,15 +21,63 @@ _IDS_PER_READ = 500
 
 class SqlJobReads:
     """Mixin for a store whose `jobs` table has the columns id, version, data, name, state, target,
-    created_by, dedupe_key and deleted. `_p` is the driver's placeholder (`?` or `%s`)."""
+    created_by, dedupe_key, wake_at and deleted. `_p` is the driver's placeholder (`?` or `%s`).
+
+    A read of many rows leaves out a row that cannot be read (written by hand behind the store's back,
+    say) rather than failing whole: one broken row must neither stop the scheduler nor hide every other
+    row. It is logged once, and kept in `unreadable` until a read finds it whole again. A read of one
+    row by id or name still fails on it, with StoreCorrupt: that row is what was asked for.
+    """
 
     _p: str
+    _unreadable: dict[int, str]
 
     def _reading(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
     def _read_job(self, row: Sequence[Any]) -> Job:
         raise NotImplementedError
+
+    def _instant(self, moment: datetime) -> object:
+        """`moment` as the wake_at column holds it."""
+        raise NotImplementedError
+
+    @property
+    def unreadable(self) -> dict[int, str]:
+        return dict(self._unreadable)
+
+    def _read_jobs(self, rows: Iterable[Sequence[Any]]) -> list[Job]:
+        jobs: list[Job] = []
+        for row in rows:
+            try:
+                job = self._read_job(row)
+            except StoreCorrupt as err:
+                if self._unreadable.get(row[0]) != str(err):
+                    log.warning("left out of reads until it is repaired: %s", err)
+                self._unreadable[row[0]] = str(err)
+                continue
+            if self._unreadable:
+                self._unreadable.pop(job.id, None)
+            jobs.append(job)
+        return jobs
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
+        # the index from its start and stops at `now` or at `limit`. Rows known to be unreadable stay
+        # due (nothing can decide about them), so the read takes that many more, and reads again when it
+        # found new ones: they never use up the limit, and never hide what is due behind them.
+        limit = max(limit, 0)
+        while True:
+            known = len(self._unreadable)
+            with self._reading() as connection:
+                rows = connection.execute(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= {self._p}"
+                    f" ORDER BY wake_at, id LIMIT {self._p}",
+                    (self._instant(now), limit + known),
+                ).fetchall()
+            jobs = self._read_jobs(rows)
+            if len(self._unreadable) <= known or len(rows) < limit + known:
+                return jobs[:limit]
 
     def _one(self, where: str, value: object) -> Job | None:
         with self._reading() as connection:
@@ -46,7 +99,7 @@ class SqlJobReads:
                 rows = connection.execute(
                     f"SELECT {JOB_COLUMNS} FROM jobs WHERE id IN ({marks}) AND NOT deleted", chunk
                 ).fetchall()
-                found.update((job.id, job) for job in map(self._read_job, rows))
+                found.update((job.id, job) for job in self._read_jobs(rows))
         return found
 
     def find(self, name: str) -> Job | None:
@@ -57,7 +110,8 @@ class SqlJobReads:
             rows = connection.execute(
                 f"SELECT {JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = {self._p} ORDER BY id", (key,)
             ).fetchall()
-        return [(self._read_job(row), bool(row[3])) for row in rows]
+        deleted = {row[0]: bool(row[3]) for row in rows}
+        return [(job, deleted[job.id]) for job in self._read_jobs(rows)]
 
     def jobs(
         self,
@@ -89,7 +143,7 @@ class SqlJobReads:
             params.append(max(limit, 0))
         with self._reading() as connection:
             rows = connection.execute(query, params).fetchall()
-        return [self._read_job(row) for row in rows]
+        return self._read_jobs(rows)
 
     def count_live(self, created_by: str) -> int:
         # Answered from the index jobs_created_by alone: no row is read, no record decoded.

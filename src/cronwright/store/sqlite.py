@@ -130,6 +130,7 @@ class SqliteStore(SqlJobReads):
         self._run_history = run_history
         self._lock = threading.RLock()
         self._exclusive_thread: int | None = None  # inside `exclusive`: its calls join its transaction
+        self._unreadable: dict[int, str] = {}
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             if not self._path.exists():
@@ -377,16 +378,8 @@ class SqliteStore(SqlJobReads):
     def _reading(self) -> AbstractContextManager[Any]:
         return self._transaction(write=False)
 
-    def due(self, now: datetime, limit: int) -> list[Job]:
-        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
-        # the index from its start and stops at `now` or at `limit`.
-        with self._transaction(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= ?"
-                " ORDER BY wake_at, id LIMIT ?",
-                (micros(now), max(limit, 0)),
-            ).fetchall()
-        return [self._read_job(row) for row in rows]
+    def _instant(self, moment: datetime) -> object:
+        return micros(moment)
 
     def next_wake(self) -> datetime | None:
         with self._transaction(write=False) as connection:
@@ -450,7 +443,7 @@ class SqliteStore(SqlJobReads):
                 " AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > ?) ORDER BY id",
                 (State.RUNNING.value, micros(now - ttl)),
             ).fetchall()
-        return [self._read_job(row) for row in rows]
+        return self._read_jobs(rows)
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         with self._transaction(write=False) as connection:
