@@ -134,11 +134,14 @@ requests = st.fixed_dictionaries(
         "expression": st.sampled_from(["0 7 * * *", "@daily", "61 * * * *"]) | json_values,
         "tz": json_values,
         "after": json_values,
+        "after_name": st.sampled_from(["a", "", "\U0010ffff"]) | json_values,
         "count": json_values,
     },
 )
 queries = st.dictionaries(
-    st.sampled_from(["name", "job_id", "limit", "state", "target", "other"]), st.text(max_size=20), max_size=3
+    st.sampled_from(["name", "job_id", "limit", "after_name", "state", "target", "other"]),
+    st.text(max_size=20),
+    max_size=3,
 )
 
 

@@ -24,7 +24,7 @@ from .support import agent, snapshot
 ACTION_NAMES = [*ACTIONS, "interface"]
 REQUEST_KEYS = [
     "action", "request_id", "job", "job_id", "name", "changes", "state", "target", "limit", "expression",
-    "tz", "after", "count",
+    "tz", "after", "after_name", "count",
 ]  # fmt: skip
 KEYS = sorted({*REQUEST_KEYS, *JOB_FIELDS, *MUTABLE, *SCHEDULE_KEYS, "id", "created_by"})
 # Values that mean something somewhere, so that the fuzz reaches past the first check now and then.
