@@ -169,7 +169,9 @@ class Node:
         settling = False
         while True:
             free = max(self.settings.max_concurrency - len(self._running) + len(unrecorded), 0)
-            limit = free if free and not settling else free + DUE_CHUNK
+            # The rows of runs that just finished are still due until this iteration's write records
+            # them, and come first: read past them.
+            limit = (free if free and not settling else free + DUE_CHUNK) + len(unrecorded)
             try:
                 due = self.store.due(now, limit)
             except Exception:
@@ -292,7 +294,13 @@ class Node:
         decided: list[tuple[Occurrence, Result, engine.Decision]] = []
         runs: list[Run] = []
         stored = self.store.get_many([occurrence.job_id for occurrence, _ in done]) if done else {}
+        unreadable = self.store.unreadable
         for occurrence, result in done:
+            if occurrence.job_id in unreadable:
+                # Its row cannot be read (edited by hand): it is not gone, so this is no deleted job's
+                # run. The outcome waits, its slot held, until the row can be read again.
+                self._finished.put((occurrence, result))
+                continue
             decision = engine.finish(stored.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
                 runs.append(engine.run_of(occurrence, result, now, self.id))
@@ -398,9 +406,12 @@ class Node:
     def seconds_until_next_pass(self) -> float:
         now = self.clock.now()
         deadlines = [now + self.settings.safety_interval]
-        next_wake = self.store.next_wake()
-        if next_wake is not None:
-            deadlines.append(next_wake)
+        if len(self._running) < self.settings.max_concurrency:
+            # With every slot busy a due job waits for a slot, and the run that frees one wakes the node:
+            # looking sooner would only find it still waiting, over and over.
+            next_wake = self.store.next_wake()
+            if next_wake is not None:
+                deadlines.append(next_wake)
         if self._running:
             deadlines.append(now + self.settings.lease_beat)
         left = self.store.lease_left(now, self.settings.lease_ttl, self.id)

@@ -241,3 +241,62 @@ def test_a_repaired_row_is_read_again(harness: Harness, tmp_path: Path) -> None:
 
     assert [job["name"] for job in harness.ok("list")["jobs"]] == ["fixed"]
     assert "unreadable" not in harness.ok("list")
+
+
+def test_a_run_that_ends_while_its_row_cannot_be_read_is_recorded_once_the_row_is_back(
+    harness: Harness, tmp_path: Path
+) -> None:
+    gate = threading.Event()
+    harness.runner.hold["every"] = gate
+    harness.create("every", {"every": "5m"})
+    harness.clock.set(at("2026-03-02T09:05:00+01:00"))
+    assert harness.node.run_pass().fired == ["1-1"]
+    with raw(tmp_path / DB) as connection:  # the row as the claim left it: the backup to restore
+        (good,) = connection.execute("SELECT data FROM jobs WHERE name = 'every'").fetchone()
+    spoil(tmp_path / DB, "every")
+    gate.set()
+    harness.node.wait_for_runs()
+    harness.clock.set(at("2026-03-02T09:06:00+01:00"))
+    harness.node.run_pass()  # the outcome cannot be decided: it waits, and is not taken for a deleted job's
+    assert harness.ok("history")["runs"] == []
+    assert (
+        harness.node.seconds_until_next_pass() > 1
+    )  # the unreadable running row is no peer lease to wait on
+
+    spoil(tmp_path / DB, "every", data=good)
+    harness.node.run_pass()
+
+    assert [(run["fire_id"], run["outcome"]) for run in harness.ok("history")["runs"]] == [("1-1", "ok")]
+    job = harness.job("every")
+    assert (job["state"], job["next_run_at"]) == ("active", "2026-03-02T09:10:00+01:00")
+
+
+def test_pages_read_past_a_row_that_cannot_be_read(harness: Harness, tmp_path: Path) -> None:
+    for name in "abcd":
+        harness.create(name, {"every": "5m"})
+    spoil(tmp_path / DB, "b")
+
+    first = harness.ok("list", limit=2)
+    rest = harness.ok("list", limit=2, after_name=first["next_after_name"])
+
+    assert ([job["name"] for job in first["jobs"]], first["next_after_name"]) == (["a", "c"], "c")
+    assert [job["name"] for job in rest["jobs"]] == ["d"] and "next_after_name" not in rest
+
+
+def test_a_once_key_whose_row_cannot_be_read_refuses_a_second_create(
+    harness: Harness, tmp_path: Path
+) -> None:
+    spec = {
+        "target": "reports",
+        "action": "daily",
+        "schedule": {"every": "5m"},
+        "dedupe_key": "K",
+        "once": True,
+    }
+    harness.ok("create_job", job={"name": "first", **spec})
+    spoil(tmp_path / DB, "first")
+
+    reply = harness.call("create_job", job={"name": "second", **spec})
+
+    assert reply["error"] == "store_unavailable"  # never a second "once"
+    assert "cannot be read" in reply["message"]

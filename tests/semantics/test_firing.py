@@ -237,3 +237,40 @@ def test_a_full_node_settles_overdue_jobs_while_every_slot_is_busy(clock: Manual
     assert harness.job("daily-000")["next_run_at"] == "2026-03-03T10:00:00+01:00"
     gate.set()
     harness.node.wait_for_runs()
+
+
+def test_a_tick_reads_past_the_rows_of_runs_that_just_finished(clock: ManualClock) -> None:
+    """The finished run's row is still due until the pass records it, and comes first in wake order: a
+    read of only the free slots' worth would find nothing else, and the tick would end with a slot free."""
+    harness = make_harness(MemoryStore(), clock, max_concurrency=1)
+    gate = threading.Event()
+    harness.runner.hold["every"] = gate
+    harness.create("every", {"every": "5m"})
+    harness.create("shot", run_at="2026-03-02T09:11:30+01:00")
+    clock.set(at("2026-03-02T09:05:00+01:00"))
+    assert harness.node.run_pass().fired == ["1-1"]
+    clock.set(at("2026-03-02T09:12:00+01:00"))
+    gate.set()
+    for _, future in list(harness.node._running.values()):
+        future.result(10)  # the run is over; no pass has recorded it yet
+
+    assert harness.node.tick().fired == ["2-1"]
+    assert harness.job("shot")["state"] == "done"
+
+
+def test_a_node_with_every_slot_busy_waits_for_a_run_to_end_not_for_the_waiting_jobs(
+    clock: ManualClock,
+) -> None:
+    harness = make_harness(MemoryStore(), clock, max_concurrency=1)
+    gate = threading.Event()
+    harness.runner.hold["first"] = gate
+    harness.create("first", {"every": "5m"})
+    harness.create("second", {"every": "5m"})
+    clock.set(at("2026-03-02T09:05:00+01:00"))
+    assert len(harness.node.run_pass().fired) == 1  # "second" is due, and waits for the slot
+
+    # Not 0 (a pass right away would find it still waiting, over and over): the lease beat, unless the
+    # run ends first and wakes the node.
+    assert harness.node.seconds_until_next_pass() == 10.0
+    gate.set()
+    harness.node.wait_for_runs()

@@ -28,6 +28,7 @@ from cronwright.model import AtSchedule, InFlight, Job, State
 from cronwright.node import Node, NodeSettings
 from cronwright.store import open_store
 from cronwright.store.postgres import PostgresStore, quoted, schema_version, upgrade
+from cronwright.store.resilient import ResilientStore
 
 CRONWRIGHT = Path(sys.executable).parent / "cronwright"
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
@@ -296,6 +297,28 @@ def test_lease_left_is_measured_on_the_databases_clock(open_: Callable[..., Post
     for clock in (now, now + timedelta(hours=1), now - timedelta(days=2)):
         left = watcher.lease_left(clock, timedelta(seconds=45), "node-watcher")
         assert left is not None and timedelta(seconds=10) < left <= timedelta(seconds=15)
+
+
+def test_a_create_waiting_for_another_nodes_section_never_holds_up_this_nodes_passes(
+    open_: Callable[..., PostgresStore],
+) -> None:
+    other, mine = open_(), ResilientStore(open_(), MemorySink())
+    entered = threading.Event()
+
+    def create() -> None:
+        with mine.exclusive():  # waits for the other node's section
+            entered.set()
+
+    with other.exclusive():
+        waiting = threading.Thread(target=create)
+        waiting.start()
+        read = threading.Thread(target=lambda: mine.due(T0, 16))
+        read.start()
+        read.join(5)
+        assert not read.is_alive(), "a pass's read waited for another node's create"
+        assert not entered.is_set()
+    waiting.join(10)
+    assert entered.is_set()
 
 
 def test_beats_are_shown_on_the_databases_clock(open_: Callable[..., PostgresStore]) -> None:

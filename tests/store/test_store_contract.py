@@ -254,6 +254,23 @@ def test_an_exclusive_section_holds_off_another_handles_until_it_ends(backend: B
     assert [found.name for found in two.jobs()] == ["first", "second"]
 
 
+def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(store: Store) -> None:
+    stored = store.insert(job("nightly"))
+    store.save([stored], [run(stored.id, "fire-1")])
+    current = store.get(stored.id)
+    assert current is not None
+
+    with store.exclusive():
+        kept = store.insert(job("kept"))
+        with pytest.raises(StoreError):
+            # The job write would succeed; the run was recorded already, so the whole save is refused.
+            store.save([current.evolve(occurrences=9)], [run(stored.id, "fire-1")])
+
+    assert store.get(kept.id) == kept  # the section's other work stands
+    after = store.get(stored.id)
+    assert after is not None and (after.occurrences, after.version) == (0, current.version)
+
+
 def test_an_exclusive_section_is_free_again_after_an_error_inside_it(backend: Backend) -> None:
     store = backend.open()
     with pytest.raises(NameTaken), store.exclusive():

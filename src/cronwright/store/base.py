@@ -46,12 +46,15 @@ class Store(Protocol):
         """Where the store lives, for `status` (no secrets: a password in a URL is masked)."""
         ...
 
-    def exclusive(self) -> AbstractContextManager[None]:
+    def exclusive(self, guard: AbstractContextManager[object] | None = None) -> AbstractContextManager[None]:
         """A section that no other `exclusive` section on this store runs beside, in any thread, process
         or node: it makes a create's checks (dedupe key, quota, name) and its insert one atomic step.
 
         Keep it short: it holds the store's write lock (SQLite) or an advisory lock (PostgreSQL). The
-        store's own methods may be called inside it, from the thread that entered it. It never nests.
+        store's own methods may be called inside it, from the thread that entered it, each still atomic on
+        its own. It never nests. `guard`, a lock its caller takes around its other calls into this store,
+        is held for the section too, taken in the order that cannot deadlock with those calls, and never
+        while the section waits for another node.
         """
         ...
 

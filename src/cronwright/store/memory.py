@@ -6,6 +6,7 @@ import contextlib
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from cronwright.errors import NameTaken, StoreError
@@ -37,8 +38,8 @@ class MemoryStore:
         return {}  # it holds the objects themselves: nothing to decode
 
     @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._exclusive:
+    def exclusive(self, guard: AbstractContextManager[object] | None = None) -> Iterator[None]:
+        with self._exclusive, guard or contextlib.nullcontext():
             yield
 
     def insert(self, job: Job) -> Job:

@@ -42,7 +42,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.errors import UniqueViolation
+from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
@@ -119,12 +119,15 @@ _ORPHANS = (
 )
 
 
+# The longest a create waits for another node's exclusive section.
+EXCLUSIVE_WAIT = timedelta(seconds=10)
+
 # The holders of runs other than one node: how many, whether one never beat, their oldest beat, and how
 # long until that beat is `ttl` old on the server's clock.
 _LEASE_LEFT = (
     "SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),"
     " min(nodes.{beat}) + %s::interval - now() FROM (SELECT DISTINCT flight_node FROM jobs"
-    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s) AS holders"
+    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s{readable}) AS holders"
     " LEFT JOIN nodes ON nodes.node = holders.flight_node"
 )
 
@@ -533,13 +536,25 @@ class PostgresStore(SqlJobReads):
         return self._session(write=False)
 
     @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, guard: AbstractContextManager[object] | None = None) -> Iterator[None]:
         """A session-level advisory lock of this schema's, held on one pooled connection: every node on
-        the schema waits for it. The server drops it if the connection dies."""
+        the schema waits for it, at most EXCLUSIVE_WAIT (a node that hung inside its section must not
+        hang every create). The server drops it if the connection dies. `guard` is taken only once the
+        lock is held, so this node's other store calls never wait on another node."""
         with self._session(write=False) as connection:
-            connection.execute("SELECT pg_advisory_lock(%s)", (self._exclusive_key,))
+            connection.execute(f"SET lock_timeout = '{int(EXCLUSIVE_WAIT.total_seconds() * 1000)}ms'")
             try:
-                yield
+                connection.execute("SELECT pg_advisory_lock(%s)", (self._exclusive_key,))
+            except LockNotAvailable as err:
+                raise StoreError(
+                    f"another node has held the create lock of {self._description} for"
+                    f" {EXCLUSIVE_WAIT.total_seconds():.0f} s; try again"
+                ) from err
+            finally:
+                connection.execute("RESET lock_timeout")
+            try:
+                with guard or contextlib.nullcontext():
+                    yield
             finally:
                 connection.execute("SELECT pg_advisory_unlock(%s)", (self._exclusive_key,))
 
@@ -628,9 +643,11 @@ class PostgresStore(SqlJobReads):
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         # On the database's clock, the answer is a duration from the server's now: no node clock enters.
         database = self._lease_clock is LeaseClock.DATABASE
+        readable, unreadable = self._readable_only()
         with self._session(write=False) as connection:
             row = connection.execute(
-                _LEASE_LEFT.format(beat="db_beat_at" if database else "beat_at"), (ttl, node)
+                _LEASE_LEFT.format(beat="db_beat_at" if database else "beat_at", readable=readable),
+                (ttl, node, *unreadable),
             ).fetchone()
         if row is None or not row[0]:
             return None

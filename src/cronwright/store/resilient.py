@@ -11,10 +11,10 @@ restart could then claim it again. So `save` reports per job whether the write i
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -60,12 +60,10 @@ class ResilientStore:
     def unreadable(self) -> dict[int, str]:
         return self.inner.unreadable
 
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        # This store's lock first, as every other path takes it before the inner store's: a section
-        # that held the inner store's lock and then waited for this one would deadlock with a save.
-        with self._lock, self.inner.exclusive():
-            yield
+    def exclusive(self) -> AbstractContextManager[None]:
+        # This store's lock is held for the section too; the inner store takes it in the order that
+        # cannot deadlock with a save (which holds it around the inner store's own lock).
+        return self.inner.exclusive(self._lock)
 
     def insert(self, job: Job) -> Job:
         return self.inner.insert(job)

@@ -46,6 +46,15 @@ class SqlJobReads:
     def unreadable(self) -> dict[int, str]:
         return dict(self._unreadable)
 
+    def _readable_only(self) -> tuple[str, tuple[int, ...]]:
+        """A condition (and its parameters) that leaves out the rows known to be unreadable: a query that
+        answers from columns alone must not count what the reads leave out (a running row that cannot be
+        read is no lease to wait for: nothing can recover it)."""
+        ids = tuple(self._unreadable)
+        if not ids:
+            return "", ()
+        return f" AND id NOT IN ({', '.join([self._p] * len(ids))})", ids
+
     def _read_jobs(self, rows: Iterable[Sequence[Any]]) -> list[Job]:
         jobs: list[Job] = []
         for row in rows:
@@ -61,23 +70,26 @@ class SqlJobReads:
             jobs.append(job)
         return jobs
 
-    def due(self, now: datetime, limit: int) -> list[Job]:
-        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
-        # the index from its start and stops at `now` or at `limit`. Rows known to be unreadable stay
-        # due (nothing can decide about them), so the read takes that many more, and reads again when it
-        # found new ones: they never use up the limit, and never hide what is due behind them.
+    def _read_up_to(self, query: str, params: Sequence[object], limit: int) -> list[Job]:
+        """The first `limit` readable jobs of `query` (which ends before its LIMIT). Rows known to be
+        unreadable take no share of the limit: the read takes that many more, and reads again when it met
+        new ones, so they never hide the rows behind them (from a pass, or from the next page)."""
         limit = max(limit, 0)
         while True:
             known = len(self._unreadable)
             with self._reading() as connection:
-                rows = connection.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= {self._p}"
-                    f" ORDER BY wake_at, id LIMIT {self._p}",
-                    (self._instant(now), limit + known),
-                ).fetchall()
+                rows = connection.execute(f"{query} LIMIT {self._p}", (*params, limit + known)).fetchall()
             jobs = self._read_jobs(rows)
             if len(self._unreadable) <= known or len(rows) < limit + known:
                 return jobs[:limit]
+
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
+        # the index from its start and stops at `now` or at `limit`.
+        query = (
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= {self._p} ORDER BY wake_at, id"
+        )
+        return self._read_up_to(query, (self._instant(now),), limit)
 
     def _one(self, where: str, value: object) -> Job | None:
         with self._reading() as connection:
@@ -110,8 +122,8 @@ class SqlJobReads:
             rows = connection.execute(
                 f"SELECT {JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = {self._p} ORDER BY id", (key,)
             ).fetchall()
-        deleted = {row[0]: bool(row[3]) for row in rows}
-        return [(job, deleted[job.id]) for job in self._read_jobs(rows)]
+        # Strict: a keyed row left out would let a `once` key be used a second time.
+        return [(self._read_job(row), bool(row[3])) for row in rows]
 
     def jobs(
         self,
@@ -139,8 +151,7 @@ class SqlJobReads:
             params.append(after_name)
         query += " ORDER BY name"
         if limit is not None:
-            query += f" LIMIT {self._p}"
-            params.append(max(limit, 0))
+            return self._read_up_to(query, params, limit)
         with self._reading() as connection:
             rows = connection.execute(query, params).fetchall()
         return self._read_jobs(rows)

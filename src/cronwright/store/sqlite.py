@@ -58,7 +58,7 @@ _INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VA
 # The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
 _LEASE_LEFT = (
     "SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs"
-    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?) AS holders"
+    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?{readable}) AS holders"
     " LEFT JOIN nodes ON nodes.node = holders.flight_node"
 )
 _PRUNE_RUNS = (
@@ -284,30 +284,35 @@ class SqliteStore(SqlJobReads):
             connection = self._conn
             if connection is None:
                 raise StoreError(f"the store {self._path} is closed")
-            if self._exclusive_thread == threading.get_ident():
-                # Part of the `exclusive` section's transaction, which commits or rolls back whole.
-                yield connection
-                return
+            joined = self._exclusive_thread == threading.get_ident()
+            # Inside an `exclusive` section this call is part of its transaction, and a savepoint keeps
+            # it atomic on its own: a call that fails leaves nothing of itself in the section.
+            begin, commit, rollback = (
+                ("SAVEPOINT store_call", "RELEASE store_call", _undo_call)
+                if joined
+                else ("BEGIN IMMEDIATE" if write else "BEGIN", "COMMIT", _rollback)
+            )
             try:
                 # IMMEDIATE takes the write lock before the first read, so a read-then-write is atomic
                 # across processes, and a busy database is waited for here rather than failing mid-way.
-                connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                connection.execute(begin)
                 yield connection
-                connection.execute("COMMIT")
+                connection.execute(commit)
             except sqlite3.Error as err:
-                _rollback(connection)
+                rollback(connection)
                 if _damaged(err):
                     raise StoreCorrupt(f"the store {self._path} is damaged: {err}") from err
                 raise StoreError(f"the store {self._path} failed: {err}") from err
             except BaseException:
-                _rollback(connection)
+                rollback(connection)
                 raise
 
     @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, guard: AbstractContextManager[object] | None = None) -> Iterator[None]:
         """One write transaction (`BEGIN IMMEDIATE`: SQLite's single writer lock, across processes) that
-        the store's calls from this thread join until the section ends."""
-        with self._transaction(write=True):
+        the store's calls from this thread join until the section ends. `guard` first, as its holder's
+        other calls take it before this store's lock."""
+        with guard or contextlib.nullcontext(), self._transaction(write=True):
             self._exclusive_thread = threading.get_ident()
             try:
                 yield
@@ -447,7 +452,9 @@ class SqliteStore(SqlJobReads):
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         with self._transaction(write=False) as connection:
-            holders, oldest = connection.execute(_LEASE_LEFT, (node,)).fetchone()
+            readable, unreadable = self._readable_only()
+            query = _LEASE_LEFT.format(readable=readable)
+            holders, oldest = connection.execute(query, (node, *unreadable)).fetchone()
         if not holders:
             return None
         return from_micros(oldest) + ttl - now
@@ -509,6 +516,14 @@ def _rollback(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             connection.execute("ROLLBACK")
+
+
+def _undo_call(connection: sqlite3.Connection) -> None:
+    """Undoes one call inside an `exclusive` section, leaving the section's transaction open."""
+    if connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK TO store_call")
+            connection.execute("RELEASE store_call")
 
 
 def _link(source: Path, target: Path) -> None:
