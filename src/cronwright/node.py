@@ -169,9 +169,7 @@ class Node:
         settling = False
         while True:
             free = max(self.settings.max_concurrency - len(self._running) + len(unrecorded), 0)
-            # The rows of runs that just finished are still due until this iteration's write records
-            # them, and come first: read past them.
-            limit = (free if free and not settling else free + DUE_CHUNK) + len(unrecorded)
+            limit = free if free and not settling else free + DUE_CHUNK
             try:
                 due = self.store.due(now, limit)
             except Exception:
@@ -217,7 +215,10 @@ class Node:
                     self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
             out_of_slots = len(claims) < len(firing) or (free > 0 and len(claims) == free)
-            if not batch or len(due) < limit or out_of_slots:
+            # A read of nothing new that wrote nothing would read the same again. One that wrote (the
+            # rows of runs that just finished were still due, and came first) reads on past them.
+            stuck = not batch and not written
+            if len(due) < limit or out_of_slots or stuck:
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
             settling = True
 

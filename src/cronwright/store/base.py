@@ -95,7 +95,10 @@ class Store(Protocol):
         ...
 
     def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
-        """Every job ever stored with that key, deleted ones included, as (job, deleted), oldest first."""
+        """Every job ever stored with that key, deleted ones included, as (job, deleted), oldest first.
+
+        StoreCorrupt if one of them cannot be read: leaving it out would let a `once` key be used twice.
+        """
         ...
 
     def jobs(
