@@ -300,3 +300,15 @@ def test_a_once_key_whose_row_cannot_be_read_refuses_a_second_create(
 
     assert reply["error"] == "store_unavailable"  # never a second "once"
     assert "cannot be read" in reply["message"]
+
+
+def test_a_broken_row_removed_by_hand_is_no_longer_reported(harness: Harness, tmp_path: Path) -> None:
+    harness.create("gone", {"every": "5m"})
+    spoil(tmp_path / DB, "gone")
+    assert len(harness.ok("list")["unreadable"]) == 1
+
+    with raw(tmp_path / DB) as connection:
+        connection.execute("DELETE FROM jobs WHERE name = 'gone'")
+
+    assert "unreadable" not in harness.ok("list")
+    assert harness.ok("status")["node"]["unreadable"] == []

@@ -44,6 +44,18 @@ class SqlJobReads:
 
     @property
     def unreadable(self) -> dict[int, str]:
+        if self._unreadable:
+            # A row removed by hand meanwhile is no longer left out of anything: forget it.
+            ids = list(self._unreadable)
+            with self._reading() as connection:
+                rows = connection.execute(
+                    f"SELECT id FROM jobs WHERE id IN ({', '.join([self._p] * len(ids))}) AND NOT deleted",
+                    ids,
+                ).fetchall()
+            present = {row[0] for row in rows}
+            for job_id in ids:
+                if job_id not in present:
+                    self._unreadable.pop(job_id, None)
         return dict(self._unreadable)
 
     def _readable_only(self) -> tuple[str, tuple[int, ...]]:
