@@ -34,9 +34,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from functools import cache
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -48,6 +45,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from cronwright.errors import NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import job_data, read_job, read_run, run_data
 from cronwright.store.postgres_listen import Listener
@@ -135,29 +133,12 @@ _LEASE_LEFT = (
 # -- the schema ------------------------------------------------------------------------------------
 
 
-def _sql_dir() -> Traversable:
-    return resources.files("cronwright.store").joinpath("sql", "postgres")
-
-
-@cache
 def schema_sql() -> str:
-    """The fresh schema, as in `sql/postgres/schema.sql`."""
-    text: str = _sql_dir().joinpath("schema.sql").read_text(encoding="utf-8")
-    return text
+    return sql_files.schema_sql("postgres")
 
 
-@cache
 def migrations() -> tuple[tuple[int, str], ...]:
-    """The numbered migrations as (version, sql), from 1 up, with no gap (a gap is a packaging error)."""
-    found = sorted(
-        (int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
-        for entry in _sql_dir().joinpath("migrations").iterdir()
-        if entry.name.endswith(".sql")
-    )
-    numbers = [number for number, _ in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise StoreError(f"the PostgreSQL migrations are not numbered 1..n without gaps: {numbers}")
-    return tuple(found)
+    return sql_files.migrations("postgres")
 
 
 def schema_version() -> int:

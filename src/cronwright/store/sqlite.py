@@ -26,14 +26,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from functools import cache
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from cronwright.errors import NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
 from cronwright.store.sql_reads import JOB_COLUMNS, SqlJobReads
@@ -67,29 +65,12 @@ _PRUNE_RUNS = (
 )
 
 
-def _sql_dir() -> Traversable:
-    return resources.files("cronwright.store").joinpath("sql", "sqlite")
-
-
-@cache
 def schema_sql() -> str:
-    """The fresh schema, as in `sql/sqlite/schema.sql`."""
-    text: str = _sql_dir().joinpath("schema.sql").read_text(encoding="utf-8")
-    return text
+    return sql_files.schema_sql("sqlite")
 
 
-@cache
 def migrations() -> tuple[tuple[int, str], ...]:
-    """The numbered migrations as (version, sql), from 1 up, with no gap (a gap is a packaging error)."""
-    found = sorted(
-        (int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
-        for entry in _sql_dir().joinpath("migrations").iterdir()
-        if entry.name.endswith(".sql")
-    )
-    numbers = [number for number, _ in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise StoreError(f"the SQLite migrations are not numbered 1..n without gaps: {numbers}")
-    return tuple(found)
+    return sql_files.migrations("sqlite")
 
 
 def schema_version() -> int:
