@@ -490,12 +490,14 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 def serve(runtime: Runtime) -> None:
     """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
     app = runtime.app(boot=True)
-    http = _http_server(app)
+    # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
+    # `stop`: it never polls, so an idle serve does not wake (DESIGN semantic 25).
+    stop = threading.Event()
+    http = _http_server(app, on_exit=stop.set)
     runner = app.node._runner
     warm = getattr(runner, "warm", None)
     if callable(warm):
         warm()
-    stop = threading.Event()
 
     def on_stop(signum: int, frame: object) -> None:
         stop.set()
@@ -506,26 +508,32 @@ def serve(runtime: Runtime) -> None:
     counts = ", ".join(f"{n} {s}" for s, n in app.node.store.counts().items() if n) or "no schedules"
     where = app.node.store.description
     click.echo(f"cronwright node {app.node.id} serving {where} ({counts}); Ctrl-C stops it", err=True)
-    loop = threading.Thread(target=app.node.serve_forever, name="cronwright-node", daemon=True)
+
+    def node_loop() -> None:
+        try:
+            app.node.serve_forever()
+        finally:
+            stop.set()
+
+    loop = threading.Thread(target=node_loop, name="cronwright-node", daemon=True)
     loop.start()
     try:
         http.start()
     except RuntimeError as error:
         fail(str(error))
     click.echo(f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp)", err=True)
-    while not stop.wait(1.0) and loop.is_alive() and http.alive:
-        pass
+    stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     click.echo("stopping: no new requests or claims; waiting for runs in flight", err=True)
     http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
 
 
-def _http_server(app: App) -> Serving:
+def _http_server(app: App, on_exit: Callable[[], None]) -> Serving:
     """The HTTP app, on a socket bound now: a bad or busy node.listen fails before anything runs."""
     from cronwright.fronts.http import Serving, create_app, parse_listen
 
     listen = app.config.node.listen
     try:
-        return Serving(create_app(app, host=parse_listen(listen)[0]), listen)
+        return Serving(create_app(app, host=parse_listen(listen)[0]), listen, on_exit)
     except (ValueError, OSError) as error:
         fail(f"cannot listen on {listen} (node.listen): {error}")
 

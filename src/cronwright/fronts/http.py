@@ -13,12 +13,15 @@ store failed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from email.utils import formatdate
 from typing import Any
 
 import uvicorn
@@ -32,7 +35,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cronwright.app import App
 from cronwright.errors import Invalid, MessageTooLarge
@@ -303,14 +306,25 @@ async def _crash(request: Request, error: Exception) -> Response:
 
 class Serving:
     """An ASGI app served by uvicorn on a thread, on a socket bound at construction, so that a bad or busy
-    address fails at once, in the caller's thread."""
+    address fails at once, in the caller's thread.
 
-    def __init__(self, asgi: ASGIApp, listen: str) -> None:
+    The server never ticks: uvicorn's own main loop wakes every 100 ms (to refresh its Date header and to
+    look at `should_exit`), which would make an idle `serve` wake ten times a second (DESIGN semantic 25).
+    Here its loop waits on an event that `stop` sets, and the Date header is stamped on each response.
+    """
+
+    def __init__(self, asgi: ASGIApp, listen: str, on_exit: Callable[[], None] | None = None) -> None:
         self._socket = _bind(*parse_listen(listen))
         config = uvicorn.Config(
-            asgi, lifespan="on", log_level="warning", access_log=False, timeout_graceful_shutdown=5
+            DateHeader(asgi),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+            date_header=False,
         )
         self._server = _Uvicorn(config)
+        self._on_exit = on_exit
         self._thread = threading.Thread(target=self._run, name="cronwright-http", daemon=True)
 
     @property
@@ -332,7 +346,7 @@ class Serving:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stops accepting, lets requests in progress finish (at most 5 s), and closes the socket."""
-        self._server.should_exit = True
+        self._server.exit_soon()
         if self._thread.is_alive():
             self._thread.join(timeout)
         self._socket.close()
@@ -342,6 +356,8 @@ class Serving:
             self._server.run(sockets=[self._socket])
         finally:
             self._server.up.set()
+            if self._on_exit is not None:
+                self._on_exit()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -360,12 +376,62 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn's server, which tells when it is up instead of being polled."""
+    """uvicorn's server, which tells when it is up instead of being polled, and whose main loop sleeps
+    until it is told to exit instead of ticking."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.up = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit: asyncio.Event | None = None
+        self._lock = threading.Lock()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        with self._lock:
+            self._loop, self._exit = asyncio.get_running_loop(), asyncio.Event()
+            if self.should_exit:
+                self._exit.set()
         await super().startup(sockets)
         self.up.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn's loop also counts requests against limit_max_requests and calls callback_notify, once a
+        # tick; neither is configured here, so waiting for the exit event is all that is left of it.
+        assert self._exit is not None
+        await self._exit.wait()
+
+    def exit_soon(self) -> None:
+        """Asks the server to stop, from any thread: it wakes the loop, which is otherwise asleep."""
+        with self._lock:
+            self.should_exit = True
+            if self._loop is not None and self._exit is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has already closed
+                    self._loop.call_soon_threadsafe(self._exit.set)
+
+
+class DateHeader:
+    """Stamps each response with its `Date` header (RFC 9110 asks an origin server with a clock for one),
+    which uvicorn would otherwise refresh on a timer once a second."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._second = -1
+        self._value = b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [(b"date", self._now()), *message.get("headers", [])]}
+            await send(message)
+
+        await self._app(scope, receive, send_dated)
+
+    def _now(self) -> bytes:
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._value = second, formatdate(second, usegmt=True).encode()
+        return self._value

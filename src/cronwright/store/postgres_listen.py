@@ -14,6 +14,8 @@ the node's own safety interval still brings it to the store once a minute.
 from __future__ import annotations
 
 import logging
+import os
+import select
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,10 +28,10 @@ log = logging.getLogger("cronwright.store")
 
 _BACKOFF_FIRST = 0.5
 _BACKOFF_MAX = 30.0
-# How long one wait for notifications lasts before the loop checks whether it should stop. `stop`
-# normally ends the wait at once with a notification of its own; this only bounds a stop while the
-# server cannot be reached. It is a local timer: no query goes to the server when it expires.
-_WAIT = 5.0
+# How long `stop` waits for the listening thread to end. The thread never waits on a timer: it sleeps
+# in select() on the connection and on a pipe that `stop` writes to (psycopg's own `notifies()` would
+# wake every 100 ms to look for Ctrl-C), so an idle node does not wake (DESIGN semantic 25).
+_STOP_JOIN = 7.0
 _STOP = ":stop"
 
 
@@ -52,6 +54,7 @@ class Listener:
         self._poke = poke
         self._forget = forget
         self._stopping = threading.Event()
+        self._stop_r, self._stop_w = os.pipe()
         self.listening = threading.Event()
         self.trouble: tuple[datetime, str] | None = None
         self._thread = threading.Thread(target=self._run, name="cronwright-listen", daemon=True)
@@ -64,9 +67,13 @@ class Listener:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        os.write(self._stop_w, b"x")
         self._poke(self._token + _STOP)
-        self._thread.join(_WAIT + 2.0)
+        self._thread.join(_STOP_JOIN)
         self._forget(self)
+        if not self._thread.is_alive():
+            os.close(self._stop_r)
+            os.close(self._stop_w)
 
     __call__ = stop
 
@@ -102,8 +109,12 @@ class Listener:
 
     def _listen(self, connection: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
-            for notice in connection.notifies(timeout=_WAIT):
+            # What has arrived (and what LISTEN's reply brought along) first, without waiting; then sleep
+            # until the server sends more, or `stop` writes to the pipe. A dead connection reads as ready,
+            # and the next `notifies` raises, which reconnects.
+            for notice in connection.notifies(timeout=0):
                 if self._stopping.is_set():
                     return
                 if not notice.payload.startswith(self._token) and not notice.payload.endswith(_STOP):
                     self._wake()
+            select.select([connection.fileno(), self._stop_r], [], [])
