@@ -51,7 +51,7 @@ def build(
     metrics = CollectorRegistry()
     events = FanOut([LogSink(), MetricsSink(metrics), *sinks])
     node = Node(
-        store or open_store(settings.store, settings.run_history),
+        store or open_store(config.store_url, settings.run_history),
         runner,
         clock or SystemClock(),
         events,

@@ -145,7 +145,32 @@ class Config(_Strict):
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
     seed: list[dict[str, Any]] = Field(default_factory=list)
-    path: str | None = None
+    path: str | None = None  # the file it was read from (absolute), set by `load`, never by the file
+
+    @property
+    def folder(self) -> Path:
+        """Where every relative path in the config starts: the config file's folder (DESIGN, config).
+
+        Never the working folder of the process, unless no file was read (the built-in defaults, whose
+        store is absolute anyway): an MCP client or a crontab may start cronwright from anywhere.
+        """
+        if self.path and Path(self.path).is_file():
+            return Path(self.path).resolve().parent
+        return Path.cwd()
+
+    def beside(self, relative: str) -> Path:
+        """A path from the config, read beside the config file; an absolute (or ~) path as it is."""
+        return self.folder / Path(relative).expanduser()
+
+    @property
+    def store_url(self) -> str:
+        """`node.store` with a relative SQLite file read beside the config file: every process started
+        with this config, from whatever folder, opens the same database."""
+        url, prefix = self.node.store, "sqlite:///"
+        file = url[len(prefix) :] if url.startswith(prefix) else ""
+        if not file or file.endswith("/"):
+            return url  # not a file: memory:, PostgreSQL, or a URL that open_store refuses by its form
+        return prefix + str(self.beside(file))
 
     def source(self, name: str) -> Source:
         found = self.sources.get(name)
@@ -185,7 +210,8 @@ def load(explicit: str | None = None) -> Config:
         raise ConfigError(f"config file {path} cannot be read: {error}") from error
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
-    return parse(raw, str(path))
+    # Absolute, so that relative paths in it are read beside it whatever the process does later.
+    return parse(raw, str(path.absolute()))
 
 
 def parse(raw: dict[str, Any], where: str = "config") -> Config:

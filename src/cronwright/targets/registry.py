@@ -218,9 +218,7 @@ def build_registry(config: Config, cache_dir: Path | None = None, base_dir: Path
 
 def config_dir(config: Config) -> Path:
     """Where relative paths in the config start: the config file's directory, else the working directory."""
-    if config.path and Path(config.path).is_file():
-        return Path(config.path).resolve().parent
-    return Path.cwd()
+    return config.folder
 
 
 # --- reading each kind of target ------------------------------------------------------------------
