@@ -1,4 +1,6 @@
-"""`cronwright preview`: the normalized expression, its explanation, its zone and its next firings."""
+"""`cronwright preview`: the normalized expression, its explanation, its zone and its next firings.
+
+It asks the protocol like every verb, so a bad expression, zone or instant is a refusal (exit 1)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ def _berlin_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     # The node zone defaults to the host's; pin it, and keep any config file out of reach.
     monkeypatch.setenv("TZ", "Europe/Berlin")
     monkeypatch.delenv("CRONWRIGHT_CONFIG", raising=False)
+    # Without a config the store is the built-in default under $XDG_DATA_HOME: keep it in tmp_path.
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     yield
 
@@ -99,22 +103,25 @@ def test_count_sets_how_many_firings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("args", "field", "expected"),
     [
-        (["0 0 30 2 *"], "February has no 30th"),
-        (["61 * * * *"], "minute field '61' is out of range 0-59"),
-        (["*/1000000 * * * *"], "step"),
-        (["not cron"], "has 2 fields"),
-        (["@daily", "--tz", "Mars/Base"], "unknown time zone 'Mars/Base'"),
-        (["@daily", "--after", "yesterday"], "not an ISO-8601 instant"),
+        (["0 0 30 2 *"], "expression", "February has no 30th"),
+        (["61 * * * *"], "expression", "minute field '61' is out of range 0-59"),
+        (["*/1000000 * * * *"], "expression", "step"),
+        (["not cron"], "expression", "has 2 fields"),
+        (["@daily", "--tz", "Mars/Base"], "tz", "unknown time zone 'Mars/Base'"),
+        (["@daily", "--after", "yesterday"], "after", "not an ISO-8601 instant"),
     ],
 )
-def test_bad_input_is_one_line_on_stderr_and_exit_2(args: list[str], expected: str) -> None:
+def test_bad_input_is_a_refusal_on_one_line_of_stderr_and_exit_1(
+    args: list[str], field: str, expected: str
+) -> None:
     result = run(*args)
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cronwright: error: ") and expected in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"cronwright: refused: invalid ({field}): "), lines
+    assert expected in lines[0]
 
 
 @pytest.mark.parametrize("count", ["0", "1001", "x"])
@@ -124,8 +131,8 @@ def test_a_bad_count_is_a_usage_error(count: str) -> None:
     assert "count" in result.stderr
 
 
-def test_the_installed_script_previews_and_refuses() -> None:
-    env = {**os.environ, "TZ": "Europe/Berlin"}
+def test_the_installed_script_previews_and_refuses(tmp_path: Path) -> None:
+    env = {**os.environ, "TZ": "Europe/Berlin", "XDG_DATA_HOME": str(tmp_path)}
     env.pop("CRONWRIGHT_CONFIG", None)
     args = ["preview", "45 * * * *", "--tz", "Australia/Lord_Howe", "--after", "2026-04-05T01:00:00+11:00"]
     done = subprocess.run(
@@ -141,9 +148,9 @@ def test_the_installed_script_previews_and_refuses() -> None:
     refused = subprocess.run(
         [SCRIPT, "preview", "0 0 30 2 *"], capture_output=True, text=True, env=env, check=False
     )
-    assert refused.returncode == 2
+    assert refused.returncode == 1
     assert refused.stdout == ""
     assert refused.stderr.splitlines() == [
-        "cronwright: error: cron expression '0 0 30 2 *' can never fire: February has no 30th "
-        "(L means the last day of the month)"
+        "cronwright: refused: invalid (expression): cron expression '0 0 30 2 *' can never fire: "
+        "February has no 30th (L means the last day of the month)"
     ]

@@ -167,10 +167,12 @@ class Service:
         return counts
 
     def preview(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        tz = fields.text(request, "tz", required=False)
+        tz = fields.text(request, "tz", limit=64, required=False)
         after_text = fields.text(request, "after", limit=64, required=False)
-        now = self.node.clock.now()
-        after = parse_instant(after_text, self.zone, "after") if after_text else now
+        # An `after` without an offset is wall time in the zone the expression is read in (and the
+        # firings are shown in): one reading, whichever front asks.
+        reading = zone(tz, "tz") if tz else self.zone
+        after = parse_instant(after_text, reading, "after") if after_text else self.node.clock.now()
         count = fields.integer(request, "count", 1, 1000, default=5)
         return preview(request.get("expression"), tz, after, count, self.zone)
 
@@ -186,7 +188,14 @@ class Service:
 
     # --- validation shared by create and update ------------------------------------------------
 
-    def _schedule(self, job: Mapping[str, Any], source: Source, now: datetime) -> Schedule:
+    def _schedule(self, job: Mapping[str, Any], source: Source, base: Schedule | None = None) -> Schedule:
+        """The schedule a create (`base` None) or an update of a job scheduled `base` gives, normalized.
+
+        The result is a value object, so two spellings of one schedule (`@daily` and `0 0 * * *`, `60m`
+        and `PT1H`) compare equal. An update keeps what it is not given (DESIGN semantic 26): a cron
+        without `tz` keeps the zone of a cron job, and a `tz` alone moves a cron job to that zone.
+        Checks that depend on the moment (a `run_at` in the past) are `_check_new`'s.
+        """
         run_at = job.get("run_at")
         raw = job.get("schedule")
         if run_at is not None and raw is not None:
@@ -202,6 +211,8 @@ class Service:
             raise Invalid("schedule", '\'schedule\' must be an object such as {"cron": "0 3 * * *"}')
         fields.only(raw, SCHEDULE_KEYS, "'schedule'")
         kinds = [k for k in ("cron", "every", "every_ms", "at") if k in raw]
+        if not kinds and list(raw) == ["tz"] and base is not None:
+            return self._moved_zone(raw, base)
         if len(kinds) != 1:
             raise Invalid("schedule", "'schedule' needs exactly one of 'cron', 'every', 'every_ms' or 'at'")
         if "tz" in raw and kinds != ["cron"]:
@@ -209,21 +220,16 @@ class Service:
         if kinds == ["cron"]:
             expression = CronExpression.parse(raw["cron"], "schedule.cron")
             tz_name = fields.text(raw, "tz", limit=64, required=False)
-            tz = zone(tz_name, "schedule.tz") if tz_name else self.zone
-            return CronSchedule(expression, tz.key)
+            if tz_name:
+                return CronSchedule(expression, zone(tz_name, "schedule.tz").key)
+            kept = base.tz if isinstance(base, CronSchedule) else self.zone.key
+            return CronSchedule(expression, kept)
         if kinds == ["at"]:
             if not isinstance(raw["at"], str):
                 raise Invalid(
                     "run_at", "'run_at' must be an ISO-8601 string such as 2026-12-01T09:00:00+01:00"
                 )
-            at = parse_instant(raw["at"], self.zone, "run_at")
-            if at < now - self.limits.misfire_grace:
-                raise Invalid(
-                    "run_at",
-                    f"'run_at' {render(at, self.zone)} is more than the misfire grace "
-                    f"({format_duration(self.limits.misfire_grace)}) in the past; give a future instant",
-                )
-            return AtSchedule(at)
+            return AtSchedule(parse_instant(raw["at"], self.zone, "run_at"))
         if kinds == ["every_ms"]:
             period = timedelta(milliseconds=fields.integer(raw, "every_ms", 1, 10**12))
         else:
@@ -241,6 +247,33 @@ class Service:
                 min_period=format_duration(floor),
             )
         return EverySchedule(period)
+
+    def _moved_zone(self, raw: Mapping[str, Any], base: Schedule) -> CronSchedule:
+        """`{"tz": Z}` alone: the cron job's expression, read in zone Z from now on."""
+        if not isinstance(base, CronSchedule):
+            raise Invalid(
+                "schedule.tz",
+                f"'tz' alone moves a cron schedule to another zone; this job's schedule is "
+                f"'{base.kind}': give a whole schedule instead",
+            )
+        problem = base.expression.problem()
+        if problem is not None:
+            raise Invalid(
+                "schedule.cron", f"the stored expression cannot be read ({problem}); give 'cron' too"
+            )
+        tz_name = fields.required_text(raw, "tz")
+        return CronSchedule(base.expression, zone(tz_name, "schedule.tz").key)
+
+    def _check_new(self, schedule: Schedule, now: datetime) -> None:
+        """What a new schedule must meet at the moment it is given: a `run_at` is not long past
+        (DESIGN semantic 4). A schedule an update leaves as it was is not new, so a one-shot whose
+        instant passed while the node was down keeps its late run (semantic 6)."""
+        if isinstance(schedule, AtSchedule) and schedule.at < now - self.limits.misfire_grace:
+            raise Invalid(
+                "run_at",
+                f"'run_at' {render(schedule.at, self.zone)} is more than the misfire grace "
+                f"({format_duration(self.limits.misfire_grace)}) in the past; give a future instant",
+            )
 
     def _lifetime(self, spec: object, source: Source, now: datetime) -> datetime:
         ceiling = self.limits.max_lifetime
@@ -306,7 +339,8 @@ class Service:
             raise Invalid("once", "'once' needs a 'dedupe_key': it means at most once ever for that key")
         if once and self.store.inner.persistence is Persistence.MEMORY_ONLY:
             raise Invalid("once", "'once' needs a durable store; this node keeps jobs in memory only")
-        schedule = self._schedule(data, source, now)
+        schedule = self._schedule(data, source)
+        self._check_new(schedule, now)
         ends_at = self._lifetime(data.get("lifetime"), source, now)
         args = self._args(data, target, action)
         job = Job(
@@ -397,9 +431,12 @@ class Service:
         if "args" in changes:
             updated = updated.evolve(args=self._args(changes, job.target, job.action))
         if "schedule" in changes or "run_at" in changes:
-            schedule = self._schedule(changes, source, now)
-            # A changed schedule re-arms from the moment of the update.
-            updated = engine.arm(updated.evolve(schedule=schedule), now)
+            schedule = self._schedule(changes, source, job.schedule)
+            if schedule != job.schedule:
+                # A changed schedule re-arms from the moment of the update; the same schedule, however
+                # spelled, keeps its next occurrence (and an `every` job its phase).
+                self._check_new(schedule, now)
+                updated = engine.arm(updated.evolve(schedule=schedule), now)
         if "lifetime" in changes:
             if changes["lifetime"] is None:
                 # Only an explicit lifetime renews: a null must never stretch a life to the ceiling.
@@ -413,6 +450,9 @@ class Service:
             updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
         elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
             updated = updated.evolve(next_run_at=None)
+        if updated.evolve(updated_at=job.updated_at) == job:
+            # Nothing changed (an unchanged seed at boot, say): nothing is written.
+            return {"job": self.row(job), "persistence": self.store.persistence.value}
         return self._save(updated)
 
     def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:

@@ -25,9 +25,6 @@ from cronwright.fronts import render
 from cronwright.fronts.wake import wake_local_nodes
 from cronwright.sources import operator
 from cronwright.timing.durations import parse_duration
-from cronwright.timing.iso import parse_instant
-from cronwright.timing.preview import preview as preview_firings
-from cronwright.timing.zones import zone
 
 if TYPE_CHECKING:
     from cronwright.fronts.http import Serving
@@ -272,26 +269,27 @@ def targets(runtime: Runtime, as_json: bool) -> None:
 def preview(
     runtime: Runtime, expression: str, tz: str | None, after: str | None, count: int, as_json: bool
 ) -> None:
-    """The normalized expression, its explanation, and its next firings."""
-    try:
-        node_zone = runtime.config.node.tz
-        # An --after without an offset is read in the zone the firings are shown in.
-        after_zone = zone(tz, "tz") if tz else node_zone
-        start = parse_instant(after, after_zone, "after") if after else _now()
-        shown = preview_firings(expression, tz, start, count, node_zone)
-    except Invalid as error:
-        fail(error.message)
-    if as_json:
-        click.echo(json.dumps(shown, ensure_ascii=False))
+    """The normalized expression, its explanation, and its next firings.
+
+    It asks the protocol, as every verb does, so it answers exactly what a `preview` request would: an
+    --after without an offset is read in --tz (default: the node zone)."""
+
+    def human(shown: Reply) -> None:
+        click.echo(f"  expression: {shown['expression']}")
+        click.echo(f"     meaning: {shown['explanation']}")
+        click.echo(f"        zone: {shown['tz']}")
+        for index, firing in enumerate(shown["firings"]):
+            click.echo(f"{'next':>12}: {firing}" if index == 0 else f"{'':>12}  {firing}")
+
+    reply = runtime.call("preview", expression=expression, tz=tz, after=after, count=count)
+    if as_json and reply.get("ok"):
+        # `preview --json` prints the preview itself (DESIGN, CLI), not the reply around it.
+        click.echo(json.dumps({key: reply[key] for key in PREVIEW_KEYS}, ensure_ascii=False))
         return
-    click.echo(f"  expression: {shown['expression']}")
-    click.echo(f"     meaning: {shown['explanation']}")
-    click.echo(f"        zone: {shown['tz']}")
-    firings = shown["firings"]
-    assert isinstance(firings, list)
-    for index, firing in enumerate(firings):
-        label = "next" if index == 0 else ""
-        click.echo(f"{label:>12}: {firing}" if label else f"{'':>12}  {firing}")
+    finish(reply, as_json, human)
+
+
+PREVIEW_KEYS = ("expression", "explanation", "tz", "firings")
 
 
 # --- changing -------------------------------------------------------------------------------------
@@ -303,7 +301,11 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--cron", metavar="EXPR", help="A cron expression (5 fields, 6 with seconds, or @daily...)."
         ),
-        click.option("--tz", help="The cron expression's IANA zone (default: the node zone)."),
+        click.option(
+            "--tz",
+            help="The cron expression's IANA zone (add: default the node zone; update: the job's zone "
+            "is kept unless given, and --tz alone moves the job to this zone).",
+        ),
         click.option("--every", metavar="DUR", help="A fixed period: 90s, 5m, 12h, 1d, PT5M."),
         click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
         click.option("--lifetime", metavar="DUR|ISO", help="How long the schedule lives, or until when."),
@@ -416,8 +418,15 @@ def add(runtime: Runtime, /, name: str, target: str, action: str, dedupe_key: st
 @schedule_options
 @pass_runtime
 def update(runtime: Runtime, /, name: str, new_name: str | None, as_json: bool, **options: Any) -> None:
-    """Changes what may change: schedule, args, lifetime, name and the policies."""
-    changes = job_fields(**options)
+    """Changes what may change: schedule, args, lifetime, name and the policies.
+
+    What is not given is kept: --cron alone keeps the job's zone, and --tz alone moves a cron job to
+    that zone, its expression kept (DESIGN semantic 26)."""
+    tz = options["tz"]
+    moves_zone = tz is not None and not any(options.get(kind) for kind in ("cron", "every", "at"))
+    changes = job_fields(**{**options, "tz": None} if moves_zone else options)
+    if moves_zone:
+        changes["schedule"] = {"tz": tz}
     if "run_at" in changes:
         changes["schedule"] = {"at": changes.pop("run_at")}
     if new_name is not None:

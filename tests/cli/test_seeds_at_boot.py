@@ -1,0 +1,110 @@
+"""Seeds at boot, black-box (issue 11, defects 1 and 2): the real binary's `tick` upserts the config's seeds
+into a real SQLite file, its clock moved by faketime. DESIGN semantics 6 and 16.
+
+Each `at=` is the instant the cronwright process starts at; instants are in Berlin time, the node zone.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from .blackbox import Cronwright, needs_faketime, utc
+
+pytestmark = needs_faketime
+
+
+def seed(cw: Cronwright, **fields: object) -> None:
+    """Adds one [[seed]] of target sh, action log, to the config."""
+    lines = ["", "[[seed]]", 'target = "sh"', 'action = "log"']
+    lines += [f"{key} = {_toml(value)}" for key, value in fields.items()]
+    with cw.config.open("a", encoding="utf-8") as config:
+        config.write("\n".join(lines) + "\n")
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {_toml(item)}" for key, item in value.items()) + " }"
+    return json.dumps(value)
+
+
+def test_a_one_shot_seed_that_came_due_while_the_node_was_down_fires_its_late_run(cw: Cronwright) -> None:
+    seed(cw, dedupe_key="launch", name="launch", run_at="2026-03-02T09:30:00+01:00")
+    first = cw.tick(at="2026-03-02T09:00:00+01:00")
+    assert first["fired"] == 0
+    assert cw.show("launch", at="2026-03-02T09:00:10+01:00")["job"]["next_run_at"] == (
+        "2026-03-02T09:30:00+01:00"
+    )
+
+    # The node is down from 09:00 to 10:00: the boot still succeeds, and the one-shot fires late, once.
+    late = cw.run("tick", "--json", at="2026-03-02T10:00:00+01:00")
+    assert late.rc == 0, late.stderr
+    assert late.json()["fired"] == 1
+    assert cw.fires() == [f"{late.json()['fire_ids'][0]} 1"]
+    job = cw.show("launch", at="2026-03-02T10:01:00+01:00")["job"]
+    assert (job["state"], job["last_run"]["outcome"]) == ("done", "ok")
+
+    # A one-shot seed with a terminal row is a no-op: later boots neither fail nor fire it again.
+    again = cw.run("tick", "--json", at="2026-03-03T10:00:00+01:00")
+    assert (again.rc, again.json()["fired"]) == (0, 0), again.stderr
+    assert len(cw.fires()) == 1
+
+
+def test_a_new_one_shot_seed_long_past_is_refused_at_boot_naming_it(cw: Cronwright) -> None:
+    """A seed never stored is a create: a run_at more than the grace in the past is refused (semantic 4)."""
+    seed(cw, dedupe_key="launch", name="launch", run_at="2026-03-02T09:30:00+01:00")
+    refused = cw.run("tick", at="2026-03-02T10:00:00+01:00")
+    assert refused.rc == 2
+    assert "seed #1 (launch) is invalid" in refused.stderr and "run_at" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("schedule", "stored", "first_boot", "due"),
+    [
+        ({"cron": "0 10 * * mon-fri"}, {"cron": "0 10 * * MON-FRI"}, "09:00:00", "10:00:00"),
+        ({"cron": "@daily"}, {"cron": "0 0 * * *"}, "23:00:00", "00:00:00"),
+        ({"every": "60m"}, {"every": "1h"}, "09:00:00", "10:00:00"),
+        ({"every": "PT1H"}, {"every": "1h"}, "09:00:00", "10:00:00"),
+    ],
+    ids=["names", "macro", "minutes", "iso-duration"],
+)
+def test_a_seed_spelled_unlike_its_stored_form_keeps_its_occurrence_across_a_boot(
+    cw: Cronwright, schedule: dict[str, str], stored: dict[str, str], first_boot: str, due: str
+) -> None:
+    """Semantic 16: an unchanged seed keeps its `next_run_at`. A boot within the grace of an occurrence
+    fires it, and an `every` seed keeps its phase, however the seed spells its schedule."""
+    seed(cw, dedupe_key="beat", name="beat", schedule=schedule)
+    day = "2026-03-02"
+    due_day = "2026-03-03" if due < first_boot else day
+    cw.tick(at=f"{day}T{first_boot}+01:00")
+    job = cw.show("beat", at=f"{day}T{first_boot[:6]}10+01:00")["job"]
+    assert {key: job["schedule"][key] for key in stored} == stored
+    armed = job["next_run_at"]
+    # An `every` seed is anchored at its create, which comes a moment after the process starts.
+    assert timedelta(0) <= utc(armed) - utc(f"{due_day}T{due}+01:00") < timedelta(seconds=10)
+
+    # A boot between: the row stays exactly as it was (no re-arm, no phase shift).
+    cw.tick(at=f"{day}T{first_boot[:3]}30:00+01:00")
+    assert cw.show("beat", at=f"{day}T{first_boot[:3]}30:10+01:00")["job"] == job
+
+    # A boot 20 s after the occurrence, within the grace: it fires.
+    fired = cw.tick(at=f"{due_day}T{due[:6]}20+01:00")
+    assert fired["fired"] == 1
+    runs = cw.json("history", "beat", at=f"{due_day}T{due[:3]}01:00+01:00")["runs"]
+    assert [run["scheduled_for"] for run in runs] == [armed]
+
+
+def test_a_changed_seed_is_updated_in_place_and_keeps_its_next_run(cw: Cronwright) -> None:
+    seed(cw, dedupe_key="beat", name="beat", schedule={"every": "1h"}, max_attempts=1)
+    cw.tick(at="2026-03-02T09:00:00+01:00")
+    before = cw.show("beat", at="2026-03-02T09:00:10+01:00")["job"]
+    cw.config.write_text(
+        cw.config.read_text(encoding="utf-8").replace("max_attempts = 1", "max_attempts = 3"),
+        encoding="utf-8",
+    )
+    cw.tick(at="2026-03-02T09:30:00+01:00")
+    after = cw.show("beat", at="2026-03-02T09:30:10+01:00")["job"]
+    assert (after["id"], after["max_attempts"]) == (before["id"], 3)
+    assert after["next_run_at"] == before["next_run_at"]
