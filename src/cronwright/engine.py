@@ -211,7 +211,9 @@ def claim(job: Job, scheduled_for: datetime, now: datetime, rules: Rules, manual
 
 
 def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
-    return Occurrence(job.id, flight.fire_id, flight.scheduled_for, flight.attempt, now, flight.manual)
+    return Occurrence(
+        job.id, flight.fire_id, flight.scheduled_for, flight.attempt, now, flight.manual, job.name
+    )
 
 
 def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
@@ -252,11 +254,11 @@ def _skip_overlap(job: Job, now: datetime) -> Decision:
 # --- an attempt ends ------------------------------------------------------------------------------
 
 
-def run_of(occurrence: Occurrence, result: Result, now: datetime, node: str, name: str = "") -> Run:
-    """The history row of one finished attempt."""
+def run_of(occurrence: Occurrence, result: Result, now: datetime, node: str, name: str | None = None) -> Run:
+    """The history row of one finished attempt, under the job's `name` (default: its name when it fired)."""
     return Run(
         occurrence.job_id,
-        name,
+        occurrence.job_name if name is None else name,
         occurrence.fire_id,
         occurrence.attempt,
         occurrence.scheduled_for,
@@ -398,21 +400,22 @@ def _refuse_unless_active(job: Job, verb: str) -> None:
         raise JobNotActive(f"'{job.name}' is {state}; resume it first", state=state)
 
 
-def pause(job: Job) -> Job:
+def pause(job: Job, by: PausedBy = PausedBy.OPERATOR) -> Job:
     """An active job stops firing until resumed. Refused while it runs, or when not active."""
     if job.state is State.PAUSED:
         raise JobNotActive(f"'{job.name}' is already paused", state=job.state.value)
     _refuse_unless_active(job, "pause")
-    return job.evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)
+    return job.evolve(state=State.PAUSED, paused_by=by)
 
 
-def resume(job: Job, now: datetime, rules: Rules) -> Job:
+def resume(job: Job, now: datetime, rules: Rules) -> Decision:
     """A paused job fires again. It resets the failure count and applies the misfire policy at once.
 
     With `skip`, the occurrences missed while paused are counted and the job moves on to its next
-    future one. An occurrence still within its grace, a `coalesce` catch-up, or a one-shot's late run
-    stays due, for the next pass to fire. Only paused jobs resume, so a resume can never start a
-    second run of a job in flight.
+    future one, and the skip is announced (`job_skipped`, reason `misfire`), as a pass's would be. An
+    occurrence still within its grace, a `coalesce` catch-up, or a one-shot's late run stays due, for the
+    next pass to fire. Only paused jobs resume, so a resume can never start a second run of a job in
+    flight.
     """
     if job.state is not State.PAUSED:
         raise JobNotPaused(
@@ -422,9 +425,10 @@ def resume(job: Job, now: datetime, rules: Rules) -> Job:
     resumed = job.evolve(state=State.ACTIVE, paused_by=None, consecutive_failures=0)
     due = resumed.next_run_at
     if due is None or due > now or resumed.one_shot or schedule_problem(resumed.schedule) is not None:
-        return resumed
+        return Decision(resumed)
     decided = _due(resumed, now, rules)
-    return resumed if decided.fire is not None else decided.job
+    # A firing is left for the next pass (which decides, and announces, it again); a skip is kept.
+    return Decision(resumed) if decided.fire is not None else decided
 
 
 def run_now(job: Job, now: datetime, rules: Rules) -> Decision:

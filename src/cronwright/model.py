@@ -46,7 +46,10 @@ class Misfire(StrEnum):
 
 
 class PausedBy(StrEnum):
+    """Who paused a job. A source can pause only its own jobs, so `source` names the job's `created_by`."""
+
     OPERATOR = "operator"
+    SOURCE = "source"
     BREAKER = "breaker"
 
 
@@ -118,6 +121,8 @@ class Occurrence:
     attempt: int
     fired_at: datetime
     manual: bool = False
+    # The job's name when it fired: a run whose job is deleted meanwhile is still recorded under it.
+    job_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

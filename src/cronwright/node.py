@@ -235,6 +235,10 @@ class Node:
         for event in decision.events:
             self._events.emit(event)
 
+    def announce(self, decision: engine.Decision) -> None:
+        """Emits the events of a decision the service made and saved (a resume's misfire skip)."""
+        self._emit(decision)
+
     # --- attempts -------------------------------------------------------------------------------
 
     def _dispatch(self, job: Job, occurrence: Occurrence) -> None:

@@ -32,6 +32,7 @@ from cronwright.model import (
     EverySchedule,
     Job,
     Misfire,
+    PausedBy,
     Persistence,
     Schedule,
     State,
@@ -141,6 +142,7 @@ class Service:
 
     def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         now = self.node.clock.now()
+        counts = self.store.counts() if source.operator else self._own_counts(source)
         return {
             "node": {
                 "id": self.node.id,
@@ -156,8 +158,9 @@ class Service:
                 ],
                 "unreadable": _unreadable(self.store.unreadable, source),
             },
-            "counts": self.store.counts() if source.operator else self._own_counts(source),
-            "running": self.node.in_flight(),
+            "counts": counts,
+            # Jobs with an occurrence in flight (its retries included), whichever process runs them.
+            "running": counts[State.RUNNING.value],
         }
 
     def _own_counts(self, source: Source) -> dict[str, int]:
@@ -445,24 +448,33 @@ class Service:
                     "'lifetime' must be a duration such as 30d or an end instant; leave it out "
                     "to keep the end where it is",
                 )
-            if not job.state.live:
-                self._check_quota(source)  # a renewal brings the job back to life: it counts again
             updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
         elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
             updated = updated.evolve(next_run_at=None)
         if updated.evolve(updated_at=job.updated_at) == job:
             # Nothing changed (an unchanged seed at boot, say): nothing is written.
             return {"job": self.row(job), "persistence": self.store.persistence.value}
+        if updated.state.live and not job.state.live:
+            # A renewal brings the job back to life, so it counts against the quota again: checked and
+            # written in one exclusive section, as a create is, so racing renewals cannot both pass.
+            with self._create_lock, self.store.exclusive():
+                self._check_quota(source)
+                return self._save(updated)
         return self._save(updated)
 
     def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
-        return self._save(engine.pause(job).evolve(updated_at=self.node.clock.now()))
+        # Who paused it: the operator, or the job's own source (no other source can see it).
+        by = PausedBy.OPERATOR if source.operator else PausedBy.SOURCE
+        return self._save(engine.pause(job, by).evolve(updated_at=self.node.clock.now()))
 
     def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
         now = self.node.clock.now()
-        return self._save(engine.resume(job, now, self.node.rules).evolve(updated_at=now))
+        decision = engine.resume(job, now, self.node.rules)
+        reply = self._save(decision.job.evolve(updated_at=now))
+        self.node.announce(decision)  # a misfire skip, once the resume is written
+        return reply
 
     def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
