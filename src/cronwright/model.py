@@ -220,3 +220,6 @@ class Run:
     took_ms: int
     node: str
     output: str = ""
+    # The store's id for the row (its insertion order), None until the run is written: `history`
+    # pages on it (`before`).
+    id: int | None = None

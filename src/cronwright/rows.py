@@ -72,6 +72,7 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
 
 def run_row(run: Run, zone: ZoneInfo) -> dict[str, Any]:
     return {
+        "id": run.id,
         "job_id": run.job_id,
         "schedule": run.job_name,
         "fire_id": run.fire_id,

@@ -24,6 +24,7 @@ from cronwright.errors import (
     NotFound,
     PeriodTooShort,
     QuotaExceeded,
+    StoreCorrupt,
     TargetNotAllowed,
 )
 from cronwright.model import (
@@ -34,6 +35,7 @@ from cronwright.model import (
     Misfire,
     PausedBy,
     Persistence,
+    Run,
     Schedule,
     State,
 )
@@ -128,17 +130,25 @@ class Service:
         return reply
 
     def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """A page of runs, newest first: `limit` of them older than the run `before`, and where more
+        follow, `next_before` (the id to ask before next)."""
         limit = fields.integer(request, "limit", 1, 1000, default=20)
+        before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
+        wanted = limit + 1  # one more than the page shows whether another page follows
         if request.get("job_id") is not None or request.get("name") is not None:
-            runs = self.store.runs(self.job(request, source).id, limit)
+            runs = self.store.runs(self.job(request, source).id, wanted, before)
         elif source.operator:
-            runs = self.store.runs(None, limit)
+            runs = self.store.runs(None, wanted, before)
         else:
-            # A source's own jobs only: each one's newest runs, merged newest first.
+            # A source's own jobs only: each one's newest runs, merged in the history's order.
             mine = self.store.jobs(created_by=source.name)
-            runs = [run for job in mine for run in self.store.runs(job.id, limit)]
-            runs = sorted(runs, key=lambda run: run.finished_at, reverse=True)[:limit]
-        return {"runs": [run_row(run, self.zone) for run in runs]}
+            runs = [run for job in mine for run in self.store.runs(job.id, wanted, before)]
+            runs = sorted(runs, key=_newest_first, reverse=True)[:wanted]
+        reply: dict[str, Any] = {"runs": [run_row(run, self.zone) for run in runs[:limit]]}
+        last = runs[limit - 1].id if len(runs) > limit else None
+        if last is not None:  # (a run not yet written, kept in memory while the store fails, has none)
+            reply["next_before"] = last
+        return reply
 
     def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         now = self.node.clock.now()
@@ -484,10 +494,23 @@ class Service:
     def delete(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         tomb = self.store.tombstone(request.get("job_id"))
         # A delete whose durable write failed left a tombstone; retrying it by id finishes the delete.
-        job = tomb if tomb is not None and source.sees(tomb.created_by) else self.job(request, source)
+        try:
+            job = tomb if tomb is not None and source.sees(tomb.created_by) else self.job(request, source)
+        except StoreCorrupt as error:
+            if not source.operator or request.get("job_id") is None:
+                raise  # whose the row is cannot be told, so only the operator may remove it, by id
+            return self._delete_unreadable(fields.integer(request, "job_id", 1, 2**62), error)
         gone, persistence = self.store.delete(job.id)
         self.node.wake()
         return {"job": self.row(gone or job), "persistence": persistence.value}
+
+    def _delete_unreadable(self, job_id: int, error: StoreCorrupt) -> dict[str, Any]:
+        """Removes a row that cannot be read. The reply's `job` is the row as `unreadable` lists it
+        (`id`, `error`), since the row itself cannot be shown."""
+        if not self.store.delete_unreadable(job_id):
+            raise NotFound(f"no job with id {job_id}; `list` shows the jobs there are")
+        self.node.wake()
+        return {"job": {"id": job_id, "error": str(error)}, "persistence": self.store.inner.persistence.value}
 
     def tick(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         if not source.operator:
@@ -497,6 +520,11 @@ class Service:
             )
         report = self.node.tick()
         return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}
+
+
+def _newest_first(run: Run) -> tuple[datetime, int]:
+    """The history's order: by finish, then by id (a run not yet written, with none, is the newest)."""
+    return run.finished_at, 2**63 if run.id is None else run.id
 
 
 def _own(source: Source) -> str | None:

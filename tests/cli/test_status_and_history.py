@@ -24,3 +24,27 @@ def test_status_shows_a_run_in_flight_in_another_process(cw: Cronwright) -> None
     assert ticking.returncode == 0, stderr
     assert json.loads(stdout)["fired"] == 1
     assert cw.json("status", at="2026-03-02T10:01:00+01:00")["running"] == 0
+
+
+def test_history_pages_on_with_before(cw: Cronwright) -> None:
+    cw.add("beat", "--cron", "* * * * *", at="2026-03-02T09:59:30+01:00")
+    for minute in range(3):
+        assert cw.tick(at=f"2026-03-02T10:0{minute}:05+01:00")["fired"] == 1
+    page = cw.json("history", "beat", "--limit", "2", at="2026-03-02T10:03:00+01:00")
+    assert [run["scheduled_for"] for run in page["runs"]] == [
+        "2026-03-02T10:02:00+01:00",
+        "2026-03-02T10:01:00+01:00",
+    ]
+    hint = cw.ok("history", "beat", "--limit", "2", at="2026-03-02T10:03:00+01:00").stdout
+    assert f"More follow: add --before {page['next_before']} for the next page." in hint
+    rest = cw.json(
+        "history",
+        "beat",
+        "--limit",
+        "2",
+        "--before",
+        str(page["next_before"]),
+        at="2026-03-02T10:03:00+01:00",
+    )
+    assert [run["scheduled_for"] for run in rest["runs"]] == ["2026-03-02T10:00:00+01:00"]
+    assert "next_before" not in rest

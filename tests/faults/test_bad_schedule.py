@@ -17,6 +17,7 @@ import pytest
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.sources import Source
 from cronwright.store.sqlite import SqliteStore
 
 from .helpers import cli, edit_job_data, raw, write_config
@@ -312,3 +313,22 @@ def test_a_broken_row_removed_by_hand_is_no_longer_reported(harness: Harness, tm
 
     assert "unreadable" not in harness.ok("list")
     assert harness.ok("status")["node"]["unreadable"] == []
+
+
+def test_the_operator_deletes_a_row_that_cannot_be_read_by_its_id(harness: Harness, tmp_path: Path) -> None:
+    kept = harness.create("kept", {"every": "5m"})
+    broken = harness.create("broken", {"every": "5m"})
+    spoil(tmp_path / DB, "broken")
+    agent = Source("agent", targets=("reports.*",))
+    by_agent = harness.protocol.dispatch({"action": "delete", "job_id": broken["id"]}, agent)
+    assert by_agent["error"] == "store_unavailable"  # whose it is cannot be told: only the operator
+    assert harness.call("delete", name="broken")["error"] == "store_unavailable"  # by id only
+
+    gone = harness.ok("delete", job_id=broken["id"])
+
+    assert gone["job"]["id"] == broken["id"] and "cannot be read" in gone["job"]["error"]
+    assert gone["persistence"] == "persisted"
+    listed = harness.ok("list")
+    assert [job["name"] for job in listed["jobs"]] == ["kept"] and "unreadable" not in listed
+    assert harness.call("delete", job_id=broken["id"])["error"] == "not_found"
+    assert harness.create("broken", {"every": "5m"})["id"] not in (kept["id"], broken["id"])  # name free

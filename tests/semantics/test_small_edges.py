@@ -66,3 +66,51 @@ def test_status_counts_the_runs_in_flight_in_the_store_not_only_this_processs(ha
     gate.set()
     harness.node.wait_for_runs()
     assert other.ok("status")["running"] == 0
+
+
+def test_history_pages_on_before_through_every_run_once_newest_first(harness: Harness) -> None:
+    harness.create("beat", {"every": "1m"})
+    harness.create("other", {"every": "1m"})
+    for minute in range(1, 6):
+        harness.clock.set(at(f"2026-03-02T09:0{minute}:00+01:00"))
+        harness.tick()
+    everything = harness.ok("history", limit=1000)["runs"]
+    assert len(everything) == 10 and "next_before" not in harness.ok("history", limit=10)
+
+    pages, before = [], None
+    while True:
+        reply = harness.ok("history", limit=3, **({} if before is None else {"before": before}))
+        pages.append(reply["runs"])
+        before = reply.get("next_before")
+        if before is None:
+            break
+        assert before == reply["runs"][-1]["id"]
+    assert [len(page) for page in pages] == [3, 3, 3, 1]
+    assert [run for page in pages for run in page] == everything
+
+    beat = harness.ok("history", name="beat", limit=2)
+    older = harness.ok("history", name="beat", limit=2, before=beat["next_before"])
+    assert [run["schedule"] for run in beat["runs"] + older["runs"]] == ["beat"] * 4
+    assert beat["runs"][-1]["finished_at"] >= older["runs"][0]["finished_at"]
+
+
+def test_history_before_a_run_that_is_not_kept_is_refused(harness: Harness) -> None:
+    reply = harness.call("history", before=424242)
+    assert (reply["ok"], reply["error"]) == (False, "not_found")
+    assert "without 'before'" in reply["message"]
+
+
+def test_a_sources_history_pages_over_its_own_jobs_only(harness: Harness) -> None:
+    for name in ("mine-1", "mine-2"):
+        job = {"name": name, "target": "reports", "action": "daily", "schedule": {"every": "1m"}}
+        assert harness.protocol.dispatch({"action": "create_job", "job": job}, AGENT)["ok"]
+    harness.create("theirs", {"every": "1m"})
+    for minute in range(1, 4):
+        harness.clock.set(at(f"2026-03-02T09:0{minute}:00+01:00"))
+        harness.tick()
+    first = harness.protocol.dispatch({"action": "history", "limit": 4}, AGENT)
+    rest = harness.protocol.dispatch({"action": "history", "limit": 4, "before": first["next_before"]}, AGENT)
+    runs = first["runs"] + rest["runs"]
+    assert len(runs) == 6 and "next_before" not in rest
+    assert {run["schedule"] for run in runs} == {"mine-1", "mine-2"}
+    assert len({run["id"] for run in runs}) == 6

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import pg
-from cronwright.errors import NameTaken, StoreError
+from cronwright.errors import NameTaken, NotFound, StoreError
 from cronwright.model import (
     AtSchedule,
     CronSchedule,
@@ -390,10 +390,36 @@ def test_runs_come_back_whole_and_newest_first(store: Store) -> None:
     store.save([], recorded[:2])
     store.save([], recorded[2:])
 
-    assert store.runs() == recorded[::-1]
-    assert store.runs(one.id) == [recorded[2], recorded[0]]
-    assert store.runs(limit=1) == [recorded[2]]
+    assert without_ids(store.runs()) == recorded[::-1]
+    assert without_ids(store.runs(one.id)) == [recorded[2], recorded[0]]
+    assert without_ids(store.runs(limit=1)) == [recorded[2]]
     assert store.runs(12345) == []
+
+
+def without_ids(runs: list[Run]) -> list[Run]:
+    """Runs as they were given to `save`: the store adds the id."""
+    return [replace(kept, id=None) for kept in runs]
+
+
+def test_runs_have_ids_and_page_on_before_in_the_historys_order(store: Store) -> None:
+    one = store.insert(job("one"))
+    two = store.insert(job("two"))
+    # Finished out of the order they are written in, and two at the same instant (the id breaks the tie).
+    store.save([], [run(one.id, "a", finished=T0 + timedelta(minutes=2))])
+    store.save([], [run(two.id, "b", finished=T0, name="two"), run(one.id, "c", finished=T0)])
+    store.save([], [run(one.id, "d", finished=T0 + timedelta(minutes=1))])
+
+    every = store.runs()
+    assert [kept.fire_id for kept in every] == ["a", "d", "c", "b"]
+    ids = [kept.id for kept in every]
+    assert all(isinstance(found, int) for found in ids) and len(set(ids)) == 4
+    assert ids[2] > ids[3]  # c was written after b
+    assert [kept.fire_id for kept in store.runs(limit=2, before=ids[0])] == ["d", "c"]
+    assert [kept.fire_id for kept in store.runs(before=ids[2])] == ["b"]
+    assert [kept.fire_id for kept in store.runs(one.id, before=ids[0])] == ["d", "c"]
+    assert store.runs(two.id, before=ids[3]) == []
+    with pytest.raises(NotFound, match="no run with id 999999"):
+        store.runs(before=999_999)
 
 
 def test_retries_of_one_occurrence_are_separate_runs(store: Store) -> None:
@@ -744,3 +770,11 @@ def test_a_job_with_every_field_set_round_trips(store: Store, kind: str) -> None
     store.save([changed])
     assert store.get(stored.id) == changed.evolve(version=2)
     assert store.with_dedupe_key("full-key") == [(changed.evolve(version=2), False)]
+
+
+def test_delete_unreadable_marks_a_row_deleted_without_reading_it(store: Store) -> None:
+    stored = store.insert(job("broken"))
+    assert store.delete_unreadable(stored.id) is True
+    assert store.get(stored.id) is None and store.find("broken") is None
+    assert store.delete_unreadable(stored.id) is False
+    assert store.delete_unreadable(12345) is False

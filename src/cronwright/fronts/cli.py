@@ -200,18 +200,24 @@ def show(runtime: Runtime, name: str, as_json: bool) -> None:
 @cli.command()
 @click.argument("name", required=False)
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option(
+    "--before", type=click.IntRange(1), metavar="RUN", help="Only runs older than the run with this id."
+)
 @json_option
 @pass_runtime
-def history(runtime: Runtime, name: str | None, limit: int, as_json: bool) -> None:
-    """Recent runs, newest first, of one schedule or of all."""
+def history(runtime: Runtime, name: str | None, limit: int, before: int | None, as_json: bool) -> None:
+    """Recent runs, newest first, of one schedule or of all; a page at a time."""
 
     def human(reply: Reply) -> None:
         if not reply["runs"]:
             click.echo("no runs")
             return
         render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
+        following = reply.get("next_before")
+        if following is not None:
+            click.echo(f"\nMore follow: add --before {following} for the next page.")
 
-    finish(runtime.call("history", name=name, limit=limit), as_json, human)
+    finish(runtime.call("history", name=name, limit=limit, before=before), as_json, human)
 
 
 @cli.command()

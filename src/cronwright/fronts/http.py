@@ -190,7 +190,7 @@ class _Api:
         return await self.dispatch(request, {"action": "get", "name": request.path_params["name"]})
 
     async def runs(self, request: Request) -> Response:
-        return await self._read(request, "history", {"name", "job_id", "limit"})
+        return await self._read(request, "history", {"name", "job_id", "limit", "before"})
 
     async def status(self, request: Request) -> Response:
         return await self._read(request, "status", set())
@@ -203,7 +203,8 @@ class _Api:
             return _json(
                 Invalid(unknown[0], f"unknown query parameter '{unknown[0]}'; known: {known}").reply()
             )
-        fields: dict[str, Any] = {k: _number(v) if k in ("job_id", "limit") else v for k, v in query.items()}
+        numbers = ("job_id", "limit", "before")
+        fields: dict[str, Any] = {k: _number(v) if k in numbers else v for k, v in query.items()}
         return await self.dispatch(request, {"action": action, **fields})
 
     async def metrics(self, request: Request) -> Response:

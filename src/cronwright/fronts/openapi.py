@@ -133,6 +133,7 @@ JOB = _obj(
 )  # fmt: skip
 RUN = _obj(
     {
+        "id": {"type": ["integer", "null"], "description": "The run's id: what `before` pages on."},
         "job_id": {"type": "integer"},
         "schedule": {"type": "string"},
         "fire_id": {"type": "string"},
@@ -175,6 +176,7 @@ SCHEMAS: dict[str, Any] = {
             "target": {"type": "string"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
             "after_name": {"type": "string"},
+            "before": {"type": "integer", "minimum": 1},
             "expression": {"type": "string"},
             "tz": {"type": "string"},
             "after": ISO,
@@ -196,7 +198,9 @@ SCHEMAS: dict[str, Any] = {
     "JobsReply": _ok(
         {"jobs": {"type": "array", "items": _ref("Job")}, "next_after_name": {"type": "string"}}, ["jobs"]
     ),
-    "RunsReply": _ok({"runs": {"type": "array", "items": _ref("Run")}}, ["runs"]),
+    "RunsReply": _ok(
+        {"runs": {"type": "array", "items": _ref("Run")}, "next_before": {"type": "integer"}}, ["runs"]
+    ),
     "StatusReply": _ok(
         {
             "node": _obj(
@@ -330,6 +334,11 @@ PATHS: dict[str, Any] = {
             _query("name", {"type": "string"}, "Only this job's runs."),
             _query("job_id", {"type": "integer", "minimum": 1}, "Only this job's runs, by id."),
             _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "At most this many (20)."),
+            _query(
+                "before",
+                {"type": "integer", "minimum": 1},
+                "Only runs older than the run with this id: the `next_before` of the previous page.",
+            ),
         ],
     ),
     "/v1/status": _get("status", "The node, counts by state, runs in flight.", "StatusReply", []),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from cronwright.errors import NotFound
 from cronwright.model import Job, Persistence, Run, State
 
 LEASE_BEAT = timedelta(seconds=10)
@@ -31,6 +32,14 @@ class NodeBeat:
     node: str
     beat_at: datetime
     started_at: datetime
+
+
+def unknown_run(run_id: int) -> NotFound:
+    """The refusal of a `before` that names no run in the history."""
+    return NotFound(
+        f"no run with id {run_id} in the history (each job keeps its newest run_history runs); "
+        "ask again without 'before' to start from the newest"
+    )
 
 
 class Store(Protocol):
@@ -141,8 +150,15 @@ class Store(Protocol):
         """
         ...
 
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
-        """Recorded runs, newest first, of one job or of all."""
+    def delete_unreadable(self, job_id: int) -> bool:
+        """Marks a job deleted without reading its row: the operator's way to remove a row that cannot be
+        read (a botched hand edit). True if a row that was not deleted had that id. Its runs stay."""
+        ...
+
+    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+        """Recorded runs, newest first (by `finished_at`, then by id), of one job or of all, each with
+        its `id`. With `before`, a run's id, only the runs that come after that run in this order: the
+        next page. NotFound if no run has that id (it was pruned, or never was)."""
         ...
 
     def beat(self, node: str, now: datetime) -> None:

@@ -7,11 +7,12 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from cronwright.errors import NameTaken, StoreError
 from cronwright.model import Job, Persistence, Run, State
-from cronwright.store.base import LEASE_TTL, NodeBeat
+from cronwright.store.base import LEASE_TTL, NodeBeat, unknown_run
 
 
 class MemoryStore:
@@ -24,6 +25,7 @@ class MemoryStore:
         self._fires: set[tuple[int, str, int]] = set()
         self._beats: dict[str, NodeBeat] = {}
         self._next_id = 1
+        self._seq = 0  # the last run id given out
 
     @property
     def persistence(self) -> Persistence:
@@ -64,7 +66,8 @@ class MemoryStore:
                     self._jobs[job.id] = job.evolve(version=job.version + 1)
                 written.append(ok)
             for run in runs:
-                self._runs[run.job_id].appendleft(run)
+                self._seq += 1
+                self._runs[run.job_id].appendleft(replace(run, id=self._seq))
             self._fires.update(keys)
             return written
 
@@ -127,14 +130,20 @@ class MemoryStore:
                 self._deleted[job_id] = job
             return job
 
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+    def delete_unreadable(self, job_id: int) -> bool:
+        return self.delete(job_id) is not None  # every row in memory can be read
+
+    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
         with self._lock:
-            if job_id is not None:
-                return list(self._runs.get(job_id, ()))[:limit]
             every = [run for runs in self._runs.values() for run in runs]
-        return sorted(every, key=lambda run: (run.finished_at, run.fire_id, run.attempt), reverse=True)[
-            :limit
-        ]
+            if before is not None:
+                cursor = next((run for run in every if run.id == before), None)
+                if cursor is None:
+                    raise unknown_run(before)
+                every = [run for run in every if _newest_first(run) < _newest_first(cursor)]
+            if job_id is not None:
+                every = [run for run in every if run.job_id == job_id]
+        return sorted(every, key=_newest_first, reverse=True)[:limit]
 
     def beat(self, node: str, now: datetime) -> None:
         with self._lock:
@@ -186,3 +195,8 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+def _newest_first(run: Run) -> tuple[datetime, int]:
+    """The order of the history, as the SQL stores keep it: by finish, then by insertion."""
+    return run.finished_at, run.id or 0

@@ -32,6 +32,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -444,9 +445,9 @@ class PostgresStore(SqlJobReads):
         except Exception as err:  # whatever the codec or a schedule's own check raises: the row is bad
             raise StoreCorrupt(f"job {job_id} in {self._description} cannot be read: {err!r}") from err
 
-    def _read_run(self, data: Any) -> Run:
+    def _read_run(self, data: Any, seq: int) -> Run:
         try:
-            return read_run(data)
+            return replace(read_run(data), id=int(seq))
         except Exception as err:  # whatever the codec raises: the row is bad
             raise StoreCorrupt(f"a run in {self._description} cannot be read: {err!r}") from err
 
@@ -560,20 +561,15 @@ class PostgresStore(SqlJobReads):
                 self._notify(connection)
         return None if row is None else self._read_job(row)
 
-    # -- runs, beats, counts -----------------------------------------------------------------------
+    def delete_unreadable(self, job_id: int) -> bool:
+        with self._session(write=True) as connection:
+            query = "UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted"
+            done = connection.execute(query, (job_id,))
+            if done.rowcount:
+                self._notify(connection)
+            return done.rowcount > 0
 
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
-        with self._session(write=False) as connection:
-            if job_id is None:
-                rows = connection.execute(
-                    "SELECT data FROM runs ORDER BY finished_at DESC, seq DESC LIMIT %s", (max(limit, 0),)
-                ).fetchall()
-            else:
-                rows = connection.execute(
-                    "SELECT data FROM runs WHERE job_id = %s ORDER BY finished_at DESC, seq DESC LIMIT %s",
-                    (job_id, max(limit, 0)),
-                ).fetchall()
-        return [self._read_run(row[0]) for row in rows]
+    # -- runs, beats, counts -----------------------------------------------------------------------
 
     def beat(self, node: str, now: datetime) -> None:
         with self._session(write=True) as connection:

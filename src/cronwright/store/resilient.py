@@ -156,6 +156,11 @@ class ResilientStore:
                 self._recovered(tomb)
             return gone or tomb, self.inner.persistence
 
+    def delete_unreadable(self, job_id: int) -> bool:
+        with self._lock:
+            self._pending.pop(job_id, None)
+            return self.inner.delete_unreadable(job_id)
+
     def tombstone(self, job_id: object) -> Job | None:
         """The job a failed delete left behind, if `job_id` names one."""
         with self._lock:
@@ -261,10 +266,15 @@ class ResilientStore:
         stored = self.inner.next_wake()
         return min([*wakes, *([stored] if stored else [])], default=None)
 
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
+    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
         with self._lock:
-            waiting = [run for run in self._pending_runs if job_id is None or run.job_id == job_id]
-        stored = self.inner.runs(job_id, limit)
+            # Runs not yet written have no id; they are the newest, so they belong to the first page.
+            waiting = [
+                run
+                for run in self._pending_runs
+                if before is None and (job_id is None or run.job_id == job_id)
+            ]
+        stored = self.inner.runs(job_id, limit, before)
         return sorted([*waiting, *stored], key=lambda run: run.finished_at, reverse=True)[:limit]
 
     def beat(self, node: str, now: datetime) -> None:

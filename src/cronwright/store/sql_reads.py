@@ -1,4 +1,5 @@
-"""The job reads that the SQL stores share, written once: only the placeholder and the session differ."""
+"""The job and run reads that the SQL stores share, written once: only the placeholder and the session
+differ."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from cronwright.errors import StoreCorrupt
-from cronwright.model import Job, State
+from cronwright.model import Job, Run, State
+from cronwright.store.base import unknown_run
 
 log = logging.getLogger("cronwright.store")
 
@@ -36,6 +38,9 @@ class SqlJobReads:
         raise NotImplementedError
 
     def _read_job(self, row: Sequence[Any]) -> Job:
+        raise NotImplementedError
+
+    def _read_run(self, data: Any, seq: int) -> Run:
         raise NotImplementedError
 
     def _instant(self, moment: datetime) -> object:
@@ -177,3 +182,24 @@ class SqlJobReads:
                 (created_by, *LIVE),
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+        p = self._p
+        where: list[str] = [] if job_id is None else [f"job_id = {p}"]
+        params: list[object] = [] if job_id is None else [job_id]
+        with self._reading() as connection:
+            if before is not None:
+                cursor = connection.execute(
+                    f"SELECT finished_at FROM runs WHERE seq = {p}", (before,)
+                ).fetchone()
+                if cursor is None:
+                    raise unknown_run(before)
+                # After the cursor in (finished_at DESC, seq DESC), written so the index's range applies.
+                where.append(f"finished_at <= {p} AND (finished_at < {p} OR seq < {p})")
+                params += [cursor[0], cursor[0], before]
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            rows = connection.execute(
+                f"SELECT seq, data FROM runs{clause} ORDER BY finished_at DESC, seq DESC LIMIT {p}",
+                (*params, max(limit, 0)),
+            ).fetchall()
+        return [self._read_run(data, seq) for seq, data in rows]

@@ -25,6 +25,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -309,9 +310,9 @@ class SqliteStore(SqlJobReads):
         except Exception as err:  # whatever the codec or a schedule's own check raises: the row is bad
             raise StoreCorrupt(f"job {job_id} in {self._path} cannot be read: {err!r}") from err
 
-    def _read_run(self, data: str) -> Run:
+    def _read_run(self, data: str, seq: int) -> Run:
         try:
-            return read_run(json.loads(data))
+            return replace(read_run(json.loads(data)), id=seq)
         except Exception as err:  # whatever the codec raises: the row is bad
             raise StoreCorrupt(f"a run in {self._path} cannot be read: {err!r}") from err
 
@@ -384,20 +385,12 @@ class SqliteStore(SqlJobReads):
             connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ?", (job_id,))
         return self._read_job(row)
 
-    # -- runs, beats, counts -----------------------------------------------------------------------
+    def delete_unreadable(self, job_id: int) -> bool:
+        with self._transaction(write=True) as connection:
+            done = connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ? AND NOT deleted", (job_id,))
+            return done.rowcount > 0
 
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]:
-        with self._transaction(write=False) as connection:
-            if job_id is None:
-                rows = connection.execute(
-                    "SELECT data FROM runs ORDER BY finished_at DESC, seq DESC LIMIT ?", (max(limit, 0),)
-                ).fetchall()
-            else:
-                rows = connection.execute(
-                    "SELECT data FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?",
-                    (job_id, max(limit, 0)),
-                ).fetchall()
-        return [self._read_run(row[0]) for row in rows]
+    # -- runs, beats, counts -----------------------------------------------------------------------
 
     def beat(self, node: str, now: datetime) -> None:
         with self._transaction(write=True) as connection:
