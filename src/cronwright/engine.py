@@ -117,7 +117,9 @@ def arm(job: Job, now: datetime) -> Job:
     elif schedule_problem(schedule) is not None:
         first = None  # a corrupt stored schedule (a renewal of such a job, say) never comes due
     elif isinstance(schedule, EverySchedule):
-        first = now + schedule.period
+        # The grid is anchored on the whole second of `now`, so that its instants read as whole seconds
+        # (09:10:00, not 09:10:00.4817), as a person setting "every 10m" at 09:00 expects.
+        first = next_on_grid(now.replace(microsecond=0), schedule.period, now)
     else:
         first = schedule.expression.next_after(now, zone(schedule.tz))
     return job.evolve(next_run_at=_within_life(job, first))

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cronwright.model import Outcome
+from cronwright.model import Occurrence, Outcome
 from cronwright.targets.command import build_argv, placeholders
 
-from .conftest import PYTHON, MakeRunner, job, occurrence
+from .conftest import PYTHON, T0, MakeRunner, job, occurrence
 
 # Each script is run as `python -c SCRIPT ARGS...`: a real program, with no shell anywhere.
 RECORD = """
@@ -50,6 +51,20 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RECORD_TO", str(path))
     return path
 
+
+
+def test_scheduled_for_is_the_exact_due_instant_with_its_fraction_of_a_second(
+    make_runner: MakeRunner, record: Path
+) -> None:
+    # An `every` grid made before its anchor was whole seconds, say, is due at 09:00:00.4817: an action that
+    # measures its lag must read it whole, not truncated to 09:00:00 (the envelope, DESIGN).
+    _, runner = make_runner({"cmd": command(RECORD, env=["RECORD_TO"])})
+    due = T0 + timedelta(microseconds=481_700)
+    result = runner.run(job("cmd", "go"), Occurrence(7, "fire-1", due, 1, due + timedelta(milliseconds=3)))
+    assert result.outcome is Outcome.OK, result
+    seen = json.loads(record.read_text())
+    assert seen["stdin"]["cron"]["scheduled_for"] == "2026-03-02T09:00:00.481700+01:00"
+    assert seen["env"]["CRONWRIGHT_SCHEDULED_FOR"] == "2026-03-02T09:00:00.481700+01:00"
 
 def test_args_reach_the_command_literally_never_through_a_shell(
     make_runner: MakeRunner, record: Path, tmp_path: Path

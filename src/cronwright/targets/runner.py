@@ -25,7 +25,7 @@ from cronwright.targets.http import HttpExecutor
 from cronwright.targets.registry import ActionSpec, Registry, TargetSpec
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets
 from cronwright.targets.worker import MESSAGE_LIMIT, Call, Finished, Pool, render_output
-from cronwright.timing.iso import render
+from cronwright.timing.iso import render, render_exact
 
 log = logging.getLogger("cronwright.runner")
 
@@ -114,7 +114,7 @@ class TargetRunner:
             "cron": {
                 "fire_id": occurrence.fire_id,
                 "attempt": occurrence.attempt,
-                "scheduled_for": render(occurrence.scheduled_for, self.zone),
+                "scheduled_for": render_exact(occurrence.scheduled_for, self.zone),
                 "fired_at": render(occurrence.fired_at, self.zone),
             },
         }

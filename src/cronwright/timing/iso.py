@@ -32,6 +32,15 @@ def render(instant: datetime, zone: ZoneInfo) -> str:
     return as_utc(instant).astimezone(zone).replace(microsecond=0).isoformat()
 
 
+def render_exact(instant: datetime, zone: ZoneInfo) -> str:
+    """`instant` as wall time in `zone` with its offset, to the microsecond where it has a fraction.
+
+    For the envelope's `scheduled_for`, the exact instant an occurrence was due: an action that measures
+    its own start lag against a truncated instant would read up to a second too much.
+    """
+    return as_utc(instant).astimezone(zone).isoformat()
+
+
 def _is_real(wall: datetime, zone: ZoneInfo) -> bool:
     aware = wall.replace(tzinfo=zone, fold=0)
     return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
