@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cronwright.fronts.cli import Runtime
 from cronwright.model import Outcome, Result
 from cronwright.targets.registry import Registry
 from cronwright.targets.runner import TargetRunner
@@ -349,3 +352,60 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+HOLD = """
+    import os, time
+    from pathlib import Path
+    import cronwright
+
+    @cronwright.action
+    def hold(gate: str) -> str:
+        Path(f"{gate}.{os.getpid()}").write_text("")
+        while not Path(gate).exists():
+            time.sleep(0.005)
+        return str(os.getpid())
+"""
+
+
+def test_the_workers_of_a_burst_that_ends_together_all_stay_warm(tmp_path: Path) -> None:
+    # `serve` and `tick` keep as many idle workers as runs may be in flight (max_concurrency): when a burst
+    # of runs ends together, no worker is killed only to be started again for the next firings.
+    write_module(tmp_path / "scripts", "holder", HOLD)
+    (tmp_path / "cronwright.toml").write_text(
+        f'[node]\nmax_concurrency = 6\nstore = "sqlite:///{tmp_path}/cw.db"\n\n'
+        f'[targets.h]\nkind = "python"\nmodule = "holder"\npath = ["{tmp_path}/scripts"]\n'
+    )
+    runtime = Runtime(str(tmp_path / "cronwright.toml"))
+    runner = runtime.app().node._runner
+    assert isinstance(runner, TargetRunner)
+    gate = tmp_path / "gate"
+
+    def burst() -> set[str]:
+        gate.unlink(missing_ok=True)
+        for marker in tmp_path.glob("gate.*"):
+            marker.unlink()
+        with ThreadPoolExecutor(6) as threads:
+            futures = [
+                threads.submit(runner.run, job("h", "hold", {"gate": str(gate)}), occurrence())
+                for _ in range(6)
+            ]
+            wait_for(lambda: len(list(tmp_path.glob("gate.*"))) == 6)  # six workers hold a run each
+            gate.touch()
+            results = [future.result(timeout=30) for future in futures]
+        assert {result.outcome for result in results} == {Outcome.OK}, results
+        return {result.message for result in results}
+
+    try:
+        first = burst()
+        assert len(first) == 6
+        assert burst() == first, "the second burst found every worker of the first one warm"
+    finally:
+        runtime.close()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)

@@ -60,11 +60,15 @@ class Runtime:
             from cronwright.targets.registry import build_registry
             from cronwright.targets.runner import TargetRunner
             from cronwright.targets.secrets import Secrets
+            from cronwright.targets.worker import Pool
 
             config = self.config
             try:
                 registry = build_registry(config)
-                runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz)
+                # As many idle workers as runs may be in flight: a burst that ends together must not see
+                # all but a few workers killed, only to start them again for the next firings.
+                pool = Pool(max_idle=config.node.max_concurrency)
+                runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
                 self._app = build(config, runner, registry, seed=boot)
             except (ConfigError, StoreError) as error:
                 fail(str(error))
