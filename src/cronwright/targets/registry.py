@@ -164,8 +164,12 @@ class Registry:
         )
 
     def _refresh(self, name: str) -> None:
+        entry = self._python[name]
+        # The common case, the module unchanged, takes no lock: the stat calls release the GIL, and a lock
+        # held across them would queue every run's thread behind the one that waits to get the GIL back.
+        if entry.broken is None and fingerprint(entry.files) == entry.stamp:
+            return
         with self._lock:
-            entry = self._python[name]
             stamp = fingerprint(entry.files)
             if stamp != entry.stamp:
                 entry.stamp = stamp
