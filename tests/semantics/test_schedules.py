@@ -50,7 +50,6 @@ def test_every_fires_on_its_grid_after_downtime(harness: Harness) -> None:
     assert shown["skipped"]["misfire"] == 4
 
 
-
 def test_an_every_grid_made_mid_second_is_anchored_on_the_whole_second(harness: Harness) -> None:
     harness.clock.set(at("2026-03-02T09:00:00.481700+01:00"))
     job = harness.create("grid", {"every": "10m"})
@@ -60,6 +59,7 @@ def test_an_every_grid_made_mid_second_is_anchored_on_the_whole_second(harness: 
     # Due on the whole second, so the envelope's exact scheduled_for reads as one too.
     assert [c.scheduled_for.isoformat() for c in harness.runner.calls] == ["2026-03-02T08:10:00+00:00"]
     assert harness.node.store.get(job["id"]).next_run_at == at("2026-03-02T09:20:00+01:00")
+
 
 def test_one_shot_fires_once(harness: Harness) -> None:
     harness.ok(

@@ -52,7 +52,6 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-
 def test_scheduled_for_is_the_exact_due_instant_with_its_fraction_of_a_second(
     make_runner: MakeRunner, record: Path
 ) -> None:
@@ -65,6 +64,7 @@ def test_scheduled_for_is_the_exact_due_instant_with_its_fraction_of_a_second(
     seen = json.loads(record.read_text())
     assert seen["stdin"]["cron"]["scheduled_for"] == "2026-03-02T09:00:00.481700+01:00"
     assert seen["env"]["CRONWRIGHT_SCHEDULED_FOR"] == "2026-03-02T09:00:00.481700+01:00"
+
 
 def test_args_reach_the_command_literally_never_through_a_shell(
     make_runner: MakeRunner, record: Path, tmp_path: Path

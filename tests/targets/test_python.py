@@ -14,10 +14,11 @@ import pytest
 
 from cronwright.fronts.cli import Runtime
 from cronwright.model import Outcome, Result
+from cronwright.targets.attempt import OUTPUT_LIMIT
 from cronwright.targets.registry import Registry
 from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
-from cronwright.targets.worker import OUTPUT_LIMIT, Pool
+from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cronwright.model import Outcome
+from cronwright.targets.attempt import Output
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets, parse_env_file
-from cronwright.targets.worker import Output
 
 from .conftest import PYTHON, MakeRunner, job, occurrence, write_module
 

@@ -29,12 +29,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cronwright.targets.worker import OUTPUT_LIMIT, Call, Capture, Finished, Output, kill_group, why_exited
-
-if TYPE_CHECKING:
-    from cronwright.targets.registry import ActionSpec, TargetSpec
+from cronwright.targets.attempt import OUTPUT_LIMIT, Call, Capture, Finished, Output, kill_group, why_exited
+from cronwright.targets.specs import ActionSpec, TargetSpec
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

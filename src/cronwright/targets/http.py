@@ -19,15 +19,12 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import httpx
 
 import cronwright
-from cronwright.targets.worker import OUTPUT_LIMIT, Call, Finished, Output
-
-if TYPE_CHECKING:
-    from cronwright.targets.registry import ActionSpec, TargetSpec
+from cronwright.targets.attempt import OUTPUT_LIMIT, Call, Finished, Output
+from cronwright.targets.specs import ActionSpec, TargetSpec
 
 SIGNATURE_HEADER = "X-Cronwright-Signature"
 FIRE_ID_HEADER = "X-Cronwright-Fire-Id"

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 
@@ -33,8 +33,9 @@ from cronwright.config import ActionConfig, Config, TargetConfig
 from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
 from cronwright.targets import decorator
 from cronwright.targets.command import placeholders
-from cronwright.targets.worker import DescribeFailed, WorkerSpec, describe, fingerprint
-from cronwright.timing.durations import format_duration, parse_duration
+from cronwright.targets.specs import ActionSpec, TargetSpec, WorkerSpec, fingerprint
+from cronwright.targets.worker import DescribeFailed, describe
+from cronwright.timing.durations import parse_duration
 
 log = logging.getLogger("cronwright.targets")
 
@@ -44,50 +45,6 @@ MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 CACHE_VERSION = 1
 CACHE_ENTRIES = 64
 DESCRIBE_TIMEOUT = 30.0
-
-Kind = Literal["python", "command", "http"]
-
-
-@dataclass(frozen=True, slots=True)
-class ActionSpec:
-    """One allowed action. `secrets`: the names the runner resolves for it (http: the signing secret)."""
-
-    target: str
-    name: str
-    kind: Kind
-    args_schema: Mapping[str, Any]
-    timeout: timedelta
-    secrets: tuple[str, ...] = ()
-    argv: tuple[str, ...] = ()
-    placeholders: tuple[tuple[int, str], ...] = ()  # command: (argv index, arg name)
-    description: str = ""
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "action": self.name,
-            "args_schema": dict(self.args_schema),
-            "timeout": format_duration(self.timeout),
-            "secrets": list(self.secrets),
-            "description": self.description,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class TargetSpec:
-    """One allowed target: how to reach it, and its actions by name."""
-
-    name: str
-    kind: Kind
-    actions: Mapping[str, ActionSpec]
-    worker: WorkerSpec | None = None  # python
-    cwd: str = "."  # command
-    env: tuple[str, ...] = ()  # command: the node's variables that pass through
-    url: str | None = None  # http
-    signing_secret: str | None = None  # http
-
-    def row(self) -> dict[str, Any]:
-        actions = [self.actions[name].row() for name in sorted(self.actions)]
-        return {"target": self.name, "kind": self.kind, "actions": actions}
 
 
 @dataclass

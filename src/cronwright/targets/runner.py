@@ -20,11 +20,13 @@ from zoneinfo import ZoneInfo
 
 from cronwright.errors import Refusal
 from cronwright.model import Job, Occurrence, Outcome, Result
+from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, render_output
 from cronwright.targets.command import CommandExecutor
 from cronwright.targets.http import HttpExecutor
-from cronwright.targets.registry import ActionSpec, Registry, TargetSpec
+from cronwright.targets.registry import Registry
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets
-from cronwright.targets.worker import MESSAGE_LIMIT, Call, Finished, Pool, render_output
+from cronwright.targets.specs import ActionSpec, TargetSpec
+from cronwright.targets.worker import Pool
 from cronwright.timing.iso import render, render_exact
 
 log = logging.getLogger("cronwright.runner")

@@ -24,228 +24,40 @@ only.
 from __future__ import annotations
 
 import argparse
-import codecs
-import contextlib
 import importlib
 import json
 import logging
 import os
 import select
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, Any
 
+from cronwright.targets.attempt import (
+    MESSAGE_LIMIT,
+    Call,
+    Capture,
+    Finished,
+    Output,
+    kill_group,
+    why_exited,
+)
 from cronwright.targets.decorator import ActionMark, Context, actions_of, call
+from cronwright.targets.specs import WorkerSpec, fingerprint
 
-if TYPE_CHECKING:
-    from cronwright.targets.secrets import Masker
-
-OUTPUT_LIMIT = 64 * 1024  # bytes of captured output kept per run: the first half and the last half
-MESSAGE_LIMIT = 4096  # characters of a run's message
 _WIRE_MESSAGE_LIMIT = 4 * MESSAGE_LIMIT  # what a worker sends of it: the node masks first, then cuts
 _REPLY_LIMIT = 1024 * 1024  # a protocol line longer than this means the worker is broken
 _STARTUP_TIMEOUT = 30.0
-# What a worker inherits from the node besides the target's `env` allowlist: enough for Python and programs it
-# starts to find themselves, their locale and a temp dir, and nothing that usually holds a secret.
-BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV")
-
-# The values of model.Outcome. Spelled out here because this module runs inside workers, which should not
-# import the scheduler's model (and with it cronsim and the time math) just to name an outcome.
-Kind = Literal["ok", "error", "timeout", "crashed", "refused", "interrupted"]
-
-
-# --- what every executor shares -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One attempt as an executor sees it: what to send, which secrets it may use, and how long it has."""
-
-    envelope: Mapping[str, Any]
-    secrets: Mapping[str, str]
-    timeout: float
-    deadline: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Output:
-    """Captured output, bounded: `head`, then `omitted` bytes left out, then `tail`."""
-
-    head: str
-    tail: str = ""
-    omitted: int = 0
-    label: str = ""
-
-    def render(self, masker: Masker) -> str:
-        """The text with every secret masked, including pieces of one cut at the truncation marker."""
-        if self.omitted:
-            body = (
-                masker.mask_cut_end(self.head)
-                + f"\n[… {self.omitted} bytes omitted …]\n"
-                + masker.mask_cut_start(self.tail)
-            )
-        else:
-            body = masker.mask(self.head + self.tail)
-        return f"[{self.label}]\n{body}" if self.label and body else body
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """How an attempt ended, before the runner masks it and measures it.
-
-    `cut` says the message was truncated at its end, so that the runner also masks a piece of a secret there.
-    """
-
-    kind: Kind
-    message: str
-    output: tuple[Output, ...] = ()
-    cut: bool = False
-
-
-def render_output(outputs: Iterable[Output], masker: Masker) -> str:
-    return "\n".join(text for text in (output.render(masker) for output in outputs) if text)
-
-
-class Capture:
-    """An unlinked temp file that a child writes its output into, read back bounded by the node.
-
-    The child's end is opened O_APPEND, so `reset()` (a truncate between runs) makes its next write land at
-    the start. Output lives on disk rather than in a pipe: nobody must drain it, and it survives a crash.
-    """
-
-    def __init__(self) -> None:
-        fd, path = tempfile.mkstemp(prefix="cronwright-output-")
-        try:
-            self._child: int | None = os.open(path, os.O_WRONLY | os.O_APPEND)
-        except OSError:
-            os.close(fd)
-            raise
-        finally:
-            os.unlink(path)
-        self._fd: int | None = fd
-
-    @property
-    def child_fd(self) -> int:
-        assert self._child is not None
-        return self._child
-
-    def started(self) -> None:
-        """The child holds its own copy of the write end now; the node's is closed."""
-        if self._child is not None:
-            os.close(self._child)
-            self._child = None
-
-    @property
-    def closed(self) -> bool:
-        return self._fd is None
-
-    def reset(self) -> None:
-        assert self._fd is not None
-        os.ftruncate(self._fd, 0)
-
-    def take(self, limit: int = OUTPUT_LIMIT, label: str = "") -> Output:
-        """The output so far; beyond `limit` bytes, its first and last halves."""
-        assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        if size <= limit:
-            return Output(_decode(os.pread(self._fd, size, 0)), label=label)
-        half = limit // 2
-        head = os.pread(self._fd, half, 0)
-        tail = os.pread(self._fd, half, size - half)
-        return Output(_decode_head(head), _decode_tail(tail), size - 2 * half, label)
-
-    def close(self) -> None:
-        self.started()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _decode_head(data: bytes) -> str:
-    # Not final: a character cut in two at the end is dropped, not turned into a replacement character.
-    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
-
-
-def _decode_tail(data: bytes) -> str:
-    skip = 0
-    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
-        skip += 1  # continuation bytes of a character cut in two at the start
-    return _decode(data[skip:])
-
-
-def fingerprint(files: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
-    """What identifies these files' current contents cheaply: their modification times and sizes."""
-    marks = []
-    for name in sorted(files):
-        try:
-            info = os.stat(name)
-            marks.append((name, info.st_mtime_ns, info.st_size))
-        except OSError:
-            marks.append((name, -1, -1))
-    return tuple(marks)
-
-
-def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-    """Signals a child started with `start_new_session` and everything it spawned.
-
-    Only while the child is not yet reaped: until then its pid, which is the group's id, cannot be reused.
-    """
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-
-
-def why_exited(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"was killed by {name}"
-    return f"exited with code {returncode}"
 
 
 # --- the node side: how to start a worker, and the pool ------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerSpec:
-    """How to start a worker for one python target. Equal specs share workers."""
-
-    module: str
-    paths: tuple[str, ...]
-    cwd: str
-    env: tuple[str, ...] = ()
-    python: str = sys.executable
-
-    def argv(self, describe: bool = False) -> list[str]:
-        # -P: the worker's cwd is not put on sys.path; only the target's `path` is.
-        argv = [self.python, "-P", "-m", "cronwright.targets.worker", "--module", self.module]
-        for entry in self.paths:
-            argv += ["--path", entry]
-        return [*argv, "--describe"] if describe else argv
-
-    def environ(self) -> dict[str, str]:
-        """The node's variables named in BASE_ENV and in the target's `env`; never all of them."""
-        environ = {name: os.environ[name] for name in (*BASE_ENV, *self.env) if name in os.environ}
-        # The worker must import this very cronwright, installed or not.
-        home = str(Path(__file__).resolve().parents[2])
-        environ["PYTHONPATH"] = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
-        environ["PYTHONIOENCODING"] = "utf-8"
-        return environ
 
 
 class DescribeFailed(Exception):

@@ -1,0 +1,175 @@
+"""What every executor shares: one attempt as it is handed over (`Call`), how it ended (`Finished`), its
+captured output, bounded (`Output`, `Capture`), and how a child process is stopped and its end described.
+
+Standard library only: python workers import it too, and they must not import the scheduler.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+OUTPUT_LIMIT = 64 * 1024  # bytes of captured output kept per run: the first half and the last half
+MESSAGE_LIMIT = 4096  # characters of a run's message
+
+# The values of model.Outcome. Spelled out here because this module runs inside workers, which should not
+# import the scheduler's model (and with it cronsim and the time math) just to name an outcome.
+Kind = Literal["ok", "error", "timeout", "crashed", "refused", "interrupted"]
+
+
+class Masker(Protocol):
+    """What masks secrets in output (`secrets.Masker`), named here so that this module needs no other."""
+
+    def mask(self, text: str) -> str: ...
+
+    def mask_cut_end(self, text: str) -> str: ...
+
+    def mask_cut_start(self, text: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One attempt as an executor sees it: what to send, which secrets it may use, and how long it has."""
+
+    envelope: Mapping[str, Any]
+    secrets: Mapping[str, str]
+    timeout: float
+    deadline: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Captured output, bounded: `head`, then `omitted` bytes left out, then `tail`."""
+
+    head: str
+    tail: str = ""
+    omitted: int = 0
+    label: str = ""
+
+    def render(self, masker: Masker) -> str:
+        """The text with every secret masked, including pieces of one cut at the truncation marker."""
+        if self.omitted:
+            body = (
+                masker.mask_cut_end(self.head)
+                + f"\n[… {self.omitted} bytes omitted …]\n"
+                + masker.mask_cut_start(self.tail)
+            )
+        else:
+            body = masker.mask(self.head + self.tail)
+        return f"[{self.label}]\n{body}" if self.label and body else body
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How an attempt ended, before the runner masks it and measures it.
+
+    `cut` says the message was truncated at its end, so that the runner also masks a piece of a secret there.
+    """
+
+    kind: Kind
+    message: str
+    output: tuple[Output, ...] = ()
+    cut: bool = False
+
+
+def render_output(outputs: Iterable[Output], masker: Masker) -> str:
+    return "\n".join(text for text in (output.render(masker) for output in outputs) if text)
+
+
+class Capture:
+    """An unlinked temp file that a child writes its output into, read back bounded by the node.
+
+    The child's end is opened O_APPEND, so `reset()` (a truncate between runs) makes its next write land at
+    the start. Output lives on disk rather than in a pipe: nobody must drain it, and it survives a crash.
+    """
+
+    def __init__(self) -> None:
+        fd, path = tempfile.mkstemp(prefix="cronwright-output-")
+        try:
+            self._child: int | None = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError:
+            os.close(fd)
+            raise
+        finally:
+            os.unlink(path)
+        self._fd: int | None = fd
+
+    @property
+    def child_fd(self) -> int:
+        assert self._child is not None
+        return self._child
+
+    def started(self) -> None:
+        """The child holds its own copy of the write end now; the node's is closed."""
+        if self._child is not None:
+            os.close(self._child)
+            self._child = None
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def reset(self) -> None:
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+
+    def take(self, limit: int = OUTPUT_LIMIT, label: str = "") -> Output:
+        """The output so far; beyond `limit` bytes, its first and last halves."""
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size <= limit:
+            return Output(_decode(os.pread(self._fd, size, 0)), label=label)
+        half = limit // 2
+        head = os.pread(self._fd, half, 0)
+        tail = os.pread(self._fd, half, size - half)
+        return Output(_decode_head(head), _decode_tail(tail), size - 2 * half, label)
+
+    def close(self) -> None:
+        self.started()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _decode_head(data: bytes) -> str:
+    # Not final: a character cut in two at the end is dropped, not turned into a replacement character.
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+
+
+def _decode_tail(data: bytes) -> str:
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1  # continuation bytes of a character cut in two at the start
+    return _decode(data[skip:])
+
+
+def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    """Signals a child started with `start_new_session` and everything it spawned.
+
+    Only while the child is not yet reaped: until then its pid, which is the group's id, cannot be reused.
+    """
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+
+def why_exited(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with code {returncode}"
