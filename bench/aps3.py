@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
+import subprocess
 import threading
 import time
 from datetime import datetime
@@ -117,3 +118,18 @@ def count_jobs(path: Path) -> int:
     finally:
         connection.close()
     return int(count)
+
+
+def true_command(*_: object) -> None:
+    """The command peer's job: what cronwright's `sh.true` action runs, through subprocess.run."""
+    subprocess.run(["/bin/true"], check=False)
+
+
+LAGS: dict[str, list[float]] = {}
+
+
+def record_lag(kind: str) -> None:
+    """A job due on whole seconds, noting how far past its second it started (its start lag)."""
+    late = time.time() % 1.0
+    with STARTS_LOCK:
+        LAGS.setdefault(kind, []).append(late)

@@ -1,49 +1,66 @@
-"""Idle cost: CPU seconds and wake-ups per minute of an idle scheduler holding 10,000 schedules.
+"""Idle cost of the whole process: wake-ups and CPU of an idle scheduler holding 10,000 schedules.
 
-Each side runs in a child process of its own, so CPU is accounted per process (getrusage of the child):
+Each side is a process of its own, read from outside (/proc), every thread counted:
 
-- cronwright: a node serving (`Node.serve_forever`, `SystemClock`, SQLite) 10,000 cron schedules that
-  come due only in an hour. A wake-up is one scheduling pass of its wait loop after boot.
-- APScheduler 3.11: a BackgroundScheduler (SQLAlchemyJobStore on SQLite) holding 10,000 cron jobs due in an
-  hour. A wake-up is one `_process_jobs` call of its main loop after the first.
+- cronwright: a real `cronwright serve` (its HTTP server, its node, its warm python worker), on SQLite and
+  on PostgreSQL, holding 10,000 cron schedules that come due only in an hour (one made through the CLI,
+  the rest its copies in SQL). It should sleep until its once-a-minute safety pass (its beat, which keeps
+  its lease live for the processes that hand it a run_now) and not wake otherwise.
+- APScheduler 3.11: a BackgroundScheduler (SQLAlchemyJobStore on SQLite) holding 10,000 cron jobs due in
+  an hour, in a child process.
 
-Both stores are filled before the children start: one schedule made through the API, copied in SQL.
-The window runs from the end of each child's first pass until the parent says stop (at most 50 minutes,
-so nothing comes due): run.py keeps both children idle for the whole run, beside the other benchmarks,
-which cost them nothing but wall time. A window shorter than a minute may miss cronwright's once-a-minute
-safety wake-up, so --quick figures for wake-ups are coarse.
+Wake-ups are counted from outside: every 100 ms the harness reads the context switches of every thread of
+the process (/proc/PID/task/*/status, voluntary and not), and a wake-up is a 100 ms interval in which they
+grew (a wake that does some work, such as cronwright's once-a-minute pass with its reads and its beat's
+commit, costs several switches within one interval; the raw switches are in the JSON). CPU is the
+process's user + system time. The serve's python worker is a process of its own; its switches are in the
+JSON (`worker_switches`).
+
+run.py keeps the children idle for the whole run, beside the other benchmarks (at least a minute in a full
+run); a --quick window is shorter than the safety interval, so it may see no pass at all.
 
     python bench/bench_idle.py [--seconds S]
-    python bench/bench_idle.py --child cronwright|apscheduler PATH   (prints "ready", then JSON on stdin EOF)
+    python bench/bench_idle.py --child apscheduler PATH   (prints "ready", then idles until stdin closes)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import secrets
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import aps3
-from common import BENCH, Row, clone_rows, cpu_seconds, create_request, log, stack, table, utc_now
-
-from cronwright.clock import SystemClock
+from common import BENCH, Row, clone_rows, log, table, utc_now
+from product import Serve, World, children, clone_rows_pg, cpu, drop_schema, pg_url, switches
 
 SCHEDULES = 10_000
 MAX_WINDOW = 50 * 60.0
+SAMPLE = 0.1  # seconds between two reads of a process's context switches
+PG_SERVER = os.environ.get("CRONWRIGHT_TEST_POSTGRES") or "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def prepare_cronwright(path: Path) -> None:
+def later_cron() -> str:
     later = utc_now() + timedelta(hours=1)
-    node = stack(path, SystemClock())
-    node.call(create_request("idle-0", {"cron": f"{later.minute} {later.hour} * * *", "tz": "UTC"}))
-    node.close()
-    clone_rows(path, "idle-0", "idle-copy-", SCHEDULES - 1)
+    return f"{later.minute} {later.hour} * * *"
+
+
+def cronwright_world(folder: Path, postgres: bool) -> tuple[World, str | None]:
+    schema = f"cw_idle_{secrets.token_hex(4)}" if postgres else None
+    world = World(folder, store=pg_url(PG_SERVER, schema) if schema else None)
+    world.add("idle-0", "py", "noop", "--cron", later_cron())
+    if schema:
+        clone_rows_pg(PG_SERVER, schema, "idle-0", "idle-copy-", SCHEDULES - 1)
+    else:
+        clone_rows(world.db, "idle-0", "idle-copy-", SCHEDULES - 1)
+    return world, schema
 
 
 def prepare_apscheduler(path: Path) -> None:
@@ -55,170 +72,196 @@ def prepare_apscheduler(path: Path) -> None:
     aps3.clone_jobs(path, aps3.job_id("i", 0), "i", 1, SCHEDULES - 1)
 
 
-def _window(wakeups: list[int], stop: Any) -> dict[str, float]:
-    """Measures from "ready" until stdin closes (or MAX_WINDOW): CPU of this process, and wake-ups."""
-    print("ready", flush=True)
-    before_cpu, before_wakeups, began = cpu_seconds(), wakeups[0], time.monotonic()
-    reader = threading.Thread(target=sys.stdin.read, daemon=True)
-    reader.start()
-    reader.join(MAX_WINDOW)
-    window = time.monotonic() - began
-    cpu = cpu_seconds() - before_cpu
-    count = wakeups[0] - before_wakeups
-    stop()
-    return {
-        "window_s": window,
-        "cpu_s": cpu,
-        "wakeups": count,
-        "cpu_seconds_per_minute": cpu * 60 / window,
-        "wakeups_per_minute": count * 60 / window,
-    }
-
-
-def child_cronwright(path: Path) -> dict[str, float]:
-    from common import NoOp
-
-    from cronwright.events import MemorySink
-    from cronwright.node import Node
-    from cronwright.store.sqlite import SqliteStore
-
-    store = SqliteStore(path)
-    node = Node(store, NoOp(), SystemClock(), MemorySink())
-    passes = [0]
-    booted = threading.Event()
-    original = node.run_pass
-
-    def counting_pass() -> Any:
-        report = original()
-        passes[0] += 1
-        booted.set()
-        return report
-
-    node.run_pass = counting_pass  # type: ignore[method-assign]
-    thread = threading.Thread(target=node.serve_forever, daemon=True)
-    thread.start()
-    booted.wait(120)
-
-    def stop() -> None:
-        node.stop()
-        thread.join(10)
-        store.close()
-
-    return _window(passes, stop)
-
-
-def child_apscheduler(path: Path) -> dict[str, float]:
+def child_apscheduler(path: Path) -> None:
     scheduler = aps3.scheduler(path)
-    calls = [0]
     booted = threading.Event()
     original = scheduler._process_jobs
 
-    def counting_process_jobs() -> Any:
+    def first_pass_seen() -> Any:
         result = original()
-        calls[0] += 1
         booted.set()
         return result
 
-    scheduler._process_jobs = counting_process_jobs  # type: ignore[method-assign]
+    scheduler._process_jobs = first_pass_seen  # type: ignore[method-assign]
     scheduler.start()
     booted.wait(120)
-    return _window(calls, scheduler.shutdown)
+    print("ready", flush=True)
+    reader = threading.Thread(target=sys.stdin.read, daemon=True)
+    reader.start()
+    reader.join(MAX_WINDOW)
+    scheduler.shutdown()
 
 
-class IdlePair:
-    """Both idle children, started together and stopped together."""
+@dataclass
+class Watched:
+    """One idle process, and what it had spent when the window opened; a sampler counts its wake-ups."""
 
-    def __init__(self, folder: Path) -> None:
-        self.children: dict[str, subprocess.Popen[str]] = {}
-        self.logs = {kind: (folder / f"idle-{kind}.log").open("w+") for kind in ("cronwright", "apscheduler")}
-        paths = {"cronwright": folder / "idle-cw.db", "apscheduler": folder / "idle-aps.db"}
-        prepare_cronwright(paths["cronwright"])
-        prepare_apscheduler(paths["apscheduler"])
-        for kind, path in paths.items():
-            self.children[kind] = subprocess.Popen(
-                [sys.executable, str(BENCH / "bench_idle.py"), "--child", kind, str(path)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self.logs[kind],
-                text=True,
-            )
-        for kind, child in self.children.items():
-            assert child.stdout is not None
-            line = child.stdout.readline().strip()
-            if line != "ready":
-                raise RuntimeError(f"the idle {kind} child did not start: {self._log(kind)}")
+    pid: int
+    stop: Any
+    began: float = 0.0
+    switches: int = 0
+    cpu: float = 0.0
+    workers: dict[int, int] = field(default_factory=dict)
+    wakeups: int = 0
+    _closing: threading.Event = field(default_factory=threading.Event)
+    _sampler: threading.Thread | None = None
+
+    def open(self) -> None:
+        time.sleep(1.0)  # the end of boot (the first pass, the worker's handshake) is not idle time
+        self.began, self.switches, self.cpu = time.monotonic(), switches(self.pid), cpu(self.pid)
+        self.workers = {child: switches(child) for child in children(self.pid)}
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        last = self.switches
+        while not self._closing.wait(SAMPLE):
+            try:
+                now = switches(self.pid)
+            except OSError:
+                return
+            if now != last:
+                self.wakeups += 1
+            last = now
+
+    def close(self) -> dict[str, float]:
+        self._closing.set()
+        if self._sampler is not None:
+            self._sampler.join(5)
+        window = time.monotonic() - self.began
+        spent, used = switches(self.pid) - self.switches, cpu(self.pid) - self.cpu
+        workers = sum(switches(child) - before for child, before in self.workers.items())
+        return {
+            "window_s": window,
+            "wakeups": self.wakeups,
+            "switches": spent,
+            "cpu_s": used,
+            "worker_switches": workers,
+            "wakeups_per_minute": self.wakeups * 60 / window,
+            "switches_per_minute": spent * 60 / window,
+            "cpu_seconds_per_minute": used * 60 / window,
+        }
+
+
+class IdleSet:
+    """The idle children (cronwright on SQLite and PostgreSQL, APScheduler), started and read together."""
+
+    def __init__(self, folder: Path, postgres: bool = True) -> None:
+        self.watched: dict[str, Watched] = {}
+        self.schemas: list[str] = []
+        self.serves: list[Serve] = []
+        self.peer: subprocess.Popen[str] | None = None
+        try:
+            self._start(folder, postgres)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def _start(self, folder: Path, postgres: bool) -> None:
+        for kind in ("sqlite", "postgresql") if postgres else ("sqlite",):
+            place = folder / f"idle-{kind}"
+            place.mkdir()
+            world, schema = cronwright_world(place, kind == "postgresql")
+            if schema:
+                self.schemas.append(schema)
+            serve = Serve(world)
+            self.serves.append(serve)
+            self.watched[f"cronwright serve, {kind}"] = Watched(serve.pid, serve.stop)
+        path = folder / "idle-aps.db"
+        prepare_apscheduler(path)
+        self.peer = subprocess.Popen(
+            [sys.executable, str(BENCH / "bench_idle.py"), "--child", "apscheduler", str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.peer.stdout is not None
+        if self.peer.stdout.readline().strip() != "ready":
+            raise RuntimeError("the idle APScheduler child did not start")
+        self.watched["APScheduler 3.11"] = Watched(self.peer.pid, self._stop_peer)
+        for watched in self.watched.values():
+            watched.open()
         self.started = time.monotonic()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def finish(self) -> list[Row]:
-        found: dict[str, dict[str, float]] = {}
-        for child in self.children.values():
-            assert child.stdin is not None
-            child.stdin.close()
-        for kind, child in self.children.items():
-            assert child.stdout is not None
-            lines = child.stdout.read().strip().splitlines()
-            if child.wait(120) != 0 or not lines:
-                raise RuntimeError(f"the idle {kind} child failed: {self._log(kind)}")
-            found[kind] = json.loads(lines[-1])
-        ours, theirs = found["cronwright"], found["apscheduler"]
-        log(f"idle: cronwright {ours}, APScheduler {theirs}")
-        window = f"{min(ours['window_s'], theirs['window_s']):.0f}s window"
-        peer = "APScheduler 3.11"
-        return [
-            Row(
-                f"idle, 10,000 schedules: CPU s per minute ({window})",
-                "CPU s/min",
-                "lower",
-                ours["cpu_seconds_per_minute"],
-                peer,
-                theirs["cpu_seconds_per_minute"],
-                details={"cronwright": ours, "peer": theirs},
-            ),
-            Row(
-                f"idle, 10,000 schedules: wake-ups per minute ({window})",
-                "/min",
-                "lower",
-                ours["wakeups_per_minute"],
-                peer,
-                theirs["wakeups_per_minute"],
-            ),
-        ]
+    def _stop_peer(self) -> None:
+        if self.peer is not None and self.peer.poll() is None:
+            assert self.peer.stdin is not None
+            self.peer.stdin.close()
+            self.peer.wait(60)
 
-    def _log(self, kind: str) -> str:
-        self.logs[kind].seek(0)
-        return self.logs[kind].read()[-500:]
+    def finish(self) -> list[Row]:
+        found = {name: watched.close() for name, watched in self.watched.items()}
+        log(f"idle: {found}")
+        theirs = found.pop("APScheduler 3.11")
+        result = []
+        for name, ours in found.items():
+            window = f"{ours['window_s']:.0f}s window"
+            store = name.split(", ")[1]
+            result.append(
+                Row(
+                    f"idle serve, 10,000 schedules, {store}: wake-ups/min, all threads ({window})",
+                    "/min",
+                    "lower",
+                    ours["wakeups_per_minute"],
+                    "APScheduler 3.11 (SQLite)",
+                    theirs["wakeups_per_minute"],
+                    details={"cronwright": ours, "peer": theirs},
+                )
+            )
+            result.append(
+                Row(
+                    f"idle serve, 10,000 schedules, {store}: CPU s/min ({window})",
+                    "CPU s/min",
+                    "lower",
+                    ours["cpu_seconds_per_minute"],
+                    "APScheduler 3.11 (SQLite)",
+                    theirs["cpu_seconds_per_minute"],
+                )
+            )
+        return result
 
     def abandon(self) -> None:
-        for child in self.children.values():
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-        for file in self.logs.values():
-            file.close()
+        for serve in self.serves:
+            serve.stop()
+        if self.peer is not None and self.peer.poll() is None:
+            self.peer.kill()
+            self.peer.wait()
+        for schema in self.schemas:
+            drop_schema(PG_SERVER, schema)
+        self.schemas = []
+
+
+def postgres_available() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_SERVER, connect_timeout=3):
+            return True
+    except Exception:
+        return False
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="the idle window")
-    parser.add_argument("--child", choices=["cronwright", "apscheduler"])
+    parser.add_argument("--child", choices=["apscheduler"])
     parser.add_argument("path", nargs="?", type=Path)
     options = parser.parse_args()
     if options.child:
-        measure = child_cronwright if options.child == "cronwright" else child_apscheduler
-        print(json.dumps(measure(options.path)), flush=True)
+        child_apscheduler(options.path)
         return
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        pair = IdlePair(Path(folder))
+        idle = IdleSet(Path(folder), postgres_available())
         try:
             time.sleep(options.seconds)
-            print(table(pair.finish()))
+            print(table(idle.finish()))
         finally:
-            pair.abandon()
+            idle.abandon()
 
 
 if __name__ == "__main__":

@@ -402,7 +402,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
     add_note = "" if measured >= total else f" (est. from the first {measured:,})"
     result = [
         Row(
-            "scale: add through the API",
+            "engine only: scale, add through the API",
             "schedules/s",
             "higher",
             ours_add["rate"],
@@ -412,7 +412,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
         ),
         Row(f"scale: time to add {n}{add_note}", "s", "lower", ours_add["seconds"], "", note="no peer"),
         Row(
-            f"scale: RSS of an idle node holding {n}",
+            f"engine only: scale, RSS of an idle node holding {n}",
             "MB",
             "lower",
             ours_child["rss_mb"],
@@ -420,7 +420,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             theirs_child["rss_mb"],
         ),
         Row(
-            f"scale: startup on {n} (to first pass done)",
+            f"engine only: scale, startup on {n} (to first pass done)",
             "s",
             "lower",
             ours_child["startup_s"],
@@ -428,7 +428,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             theirs_child["startup_s"],
         ),
         Row(
-            "scale: one pass, 1,000 due among 10,000",
+            "engine only: scale, one pass, 1,000 due among 10,000",
             "s",
             "lower",
             median(ours_small["pass_s"]),
@@ -436,7 +436,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             note=f"no peer (it claims {max(ours_small['fired_by_first_pass'])}: the free slots)",
         ),
         Row(
-            f"scale: one pass, 1,000 due among {n}",
+            f"engine only: scale, one pass, 1,000 due among {n}",
             "s",
             "lower",
             median(ours_big["pass_s"]),
@@ -444,7 +444,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             note=f"no peer (it claims {max(ours_big['fired_by_first_pass'])}: the free slots)",
         ),
         Row(
-            "scale: 1,000 due among 10,000, until all fired",
+            "engine only: scale, 1,000 due among 10,000, until all fired",
             "s",
             "lower",
             median(ours_small["drain_s"]),
@@ -453,7 +453,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             note="" if theirs_small["drain_s"] else "skipped in --quick",
         ),
         Row(
-            f"scale: 1,000 due among {n}, until all fired",
+            f"engine only: scale, 1,000 due among {n}, until all fired",
             "s",
             "lower",
             median(ours_big["drain_s"]),
@@ -462,7 +462,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             note="" if theirs_big["drain_s"] else "skipped in --quick",
         ),
         Row(
-            f"scale: get one among {n}",
+            f"engine only: scale, get one among {n}",
             "s",
             "lower",
             median(ours_reads["get_s"]),
@@ -470,7 +470,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             median(theirs_reads["get_s"]),
         ),
         Row(
-            f"scale: list {n}",
+            f"engine only: scale, list {n}",
             "s",
             "lower",
             median(ours_reads["list_s"]),
@@ -479,7 +479,7 @@ def rows(total: int, full: bool, through_service: int | None = None) -> tuple[li
             note="" if theirs_reads["list_s"] else "skipped in --quick",
         ),
         Row(
-            "scale: list 10,000",
+            "engine only: scale, list 10,000",
             "s",
             "lower",
             median(ours_small_reads["list_s"]),

@@ -26,12 +26,14 @@ import aps4
 import bench_cron
 import bench_idle
 import bench_latency
+import bench_multinode
 import bench_pool
+import bench_product
 import bench_scale
 import bench_throughput
 from common import BENCH, Row, log, machine, markdown_table, table, write_results
 
-SECTIONS = ("throughput", "latency", "scale", "idle", "cron", "pool")
+SECTIONS = ("product", "lag", "rss", "idle", "multinode", "throughput", "latency", "scale", "cron", "pool")
 
 
 def failed(section: str, error: BaseException) -> Row:
@@ -53,7 +55,22 @@ def main() -> None:
         help="scale: create only this many of the N through the service, copy the rest in SQL, and estimate"
         " the time to add N from their rate (default: all N in a full run, 1,000 in --quick)",
     )
-    parser.add_argument("--jobs", type=int, help="the throughput row's N (default 10,000; --quick 200)")
+    parser.add_argument(
+        "--jobs", type=int, help="the engine-only throughput row's N (default 10,000; --quick 200)"
+    )
+    parser.add_argument(
+        "--product-jobs",
+        type=int,
+        nargs="+",
+        help="the product rows' Ns, python action (default 2,000 10,000; --quick 200)",
+    )
+    parser.add_argument(
+        "--command-jobs", type=int, nargs="*", help="the product rows' Ns, command action (default 2,000)"
+    )
+    parser.add_argument("--rss-schedules", type=int, help="the serve RSS row's N (default 1,000,000)")
+    parser.add_argument("--rounds", type=int, help="rounds of the product rows (default 3; --quick 1)")
+    parser.add_argument("--multinode-jobs", type=int, help="one-shots per multi-node round (default 3,000)")
+    parser.add_argument("--multinode-rounds", type=int, help="multi-node rounds (default 3; --quick 1)")
     options = parser.parse_args()
     quick = options.quick
     sections = options.only or SECTIONS
@@ -68,6 +85,15 @@ def main() -> None:
         f"{description['cores']} cores"
     )
     sizes: dict[str, Any] = {
+        "product_python_jobs": options.product_jobs or ([200] if quick else [2_000, 10_000]),
+        "product_command_jobs": (
+            options.command_jobs if options.command_jobs is not None else [200] if quick else [2_000]
+        ),
+        "product_rounds": options.rounds or (1 if quick else 3),
+        "lag_samples": 10 if quick else 60,
+        "rss_schedules": options.rss_schedules or (100_000 if quick else 1_000_000),
+        "multinode_jobs": options.multinode_jobs or (150 if quick else 3_000),
+        "multinode_rounds": options.multinode_rounds or (1 if quick else 3),
         "throughput_jobs": options.jobs or (200 if quick else 10_000),
         "throughput_rounds": 1 if quick else 3,
         "throughput_aps4_jobs": options.jobs or (200 if quick else 2_000),
@@ -80,6 +106,16 @@ def main() -> None:
         "idle_min_window_s": 0 if quick else 60,
     }
     runs: list[tuple[str, Callable[[], list[Row]]]] = [
+        (
+            "product",
+            lambda: bench_product.rows(
+                {"python": sizes["product_python_jobs"], "command": sizes["product_command_jobs"]},
+                sizes["product_rounds"],
+            ),
+        ),
+        ("lag", lambda: bench_latency.lag_rows(sizes["lag_samples"])),
+        ("rss", lambda: bench_product.rss_rows(sizes["rss_schedules"])),
+        ("multinode", lambda: multinode(sizes["multinode_jobs"], sizes["multinode_rounds"], details)),
         (
             "throughput",
             lambda: bench_throughput.rows(
@@ -97,7 +133,7 @@ def main() -> None:
         idle = None
         if "idle" in sections:
             try:
-                idle = bench_idle.IdlePair(Path(temporary))
+                idle = bench_idle.IdleSet(Path(temporary), bench_idle.postgres_available())
             except Exception as error:
                 rows["idle"] = [failed("idle", error)]
         try:
@@ -141,6 +177,14 @@ def main() -> None:
     }
     path = write_results(document, stamp)
     print(f"\nwritten: {path.relative_to(BENCH.parent)} and bench/results/latest.json")
+
+
+def multinode(jobs: int, rounds: int, details: dict[str, Any]) -> list[Row]:
+    if not bench_idle.postgres_available():
+        return [failed("multinode", RuntimeError(f"no PostgreSQL at {bench_idle.PG_SERVER}"))]
+    found, peers = bench_multinode.rows(jobs, jobs, rounds)
+    details["multinode"] = peers
+    return found
 
 
 def scale(schedules: int, full: bool, add_sample: int | None, details: dict[str, Any]) -> list[Row]:
