@@ -385,6 +385,29 @@ def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
     return decision
 
 
+def release(job: Job) -> Job:
+    """Gives back a claim that its node never started (DESIGN semantic 29).
+
+    The claim's write landed though its node never heard so, and the node, which knows what it
+    dispatched, never ran the attempt. Nothing ran, so nothing is recorded: the job returns to where
+    it was before the claim, its occurrence (and fire_id) not yet started, and the next pass decides
+    it afresh. A due occurrence then fires if it is still within its grace, or the misfire policy
+    applies (a one-shot always fires its late run); a retry is retried; a manual run, whose request
+    was answered with an error, is not started.
+    """
+    flight = job.in_flight
+    assert flight is not None and flight.node is not None
+    if flight.attempt > 1:
+        waiting = replace(flight, attempt=flight.attempt - 1, node=None, retry_at=flight.started_at)
+        return job.evolve(in_flight=waiting)
+    armed = job.evolve(state=State.ACTIVE, in_flight=None, occurrences=job.occurrences - 1)
+    if not flight.manual:
+        return armed.evolve(next_run_at=flight.scheduled_for)
+    if isinstance(job.schedule, AtSchedule):
+        return armed.evolve(next_run_at=_within_life(job, job.schedule.at))
+    return armed
+
+
 # --- operator actions -----------------------------------------------------------------------------
 
 

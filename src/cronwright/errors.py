@@ -110,5 +110,23 @@ class StoreError(CronwrightError):
     """The store could not do what was asked (I/O, corruption). The driver's error is `__cause__`."""
 
 
+class DoubleRun(StoreError):
+    """A save would record a second, different run of one attempt (job, fire_id, attempt): nothing of
+    it was written. `keys` names the attempts. The same record again is no double: it is written once."""
+
+    def __init__(self, message: str, keys: list[tuple[int, str, int]]) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+    @classmethod
+    def of(cls, keys: list[tuple[int, str, int]]) -> DoubleRun:
+        named = ", ".join(f"job {job_id} {fire_id!r} attempt {attempt}" for job_id, fire_id, attempt in keys)
+        return cls(
+            f"{named} was recorded already, differently: recording it again would be a double run, so"
+            " nothing of this save was written",
+            keys,
+        )
+
+
 class StoreCorrupt(StoreError):
     """The store file is not a cronwright store, or is damaged. It is left untouched."""

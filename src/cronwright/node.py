@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from cronwright import engine
 from cronwright.clock import Clock
-from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound
+from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.model import Job, Occurrence, Outcome, Result, Run
 from cronwright.runner import Runner
@@ -86,6 +86,12 @@ class Node:
         self._events = events
         self._pool = ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="cronwright-run")
         self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
+        # Every attempt this process started whose outcome is not yet recorded, by (job, fire_id,
+        # attempt): what tells a claim it never started from a run it did (semantic 29).
+        self._started: set[tuple[int, str, int]] = set()
+        # A claim's write failed and could not be read back: it may have landed. Until a pass has
+        # reconciled this node's rows with what it runs, passes come soon.
+        self._unsettled = False
         self._finished: queue.SimpleQueue[tuple[Occurrence, Result]] = queue.SimpleQueue()
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -106,7 +112,7 @@ class Node:
             finished = self._drain()
             try:
                 self.store.flush()
-                self._beat(now)
+                beaten = self._beat(now)
             except Exception:
                 # While the store fails (a full disk), the beat fails the pass; the outcomes are kept in
                 # memory first (`degraded`, visible to reads) and flushed by a later pass.
@@ -114,6 +120,8 @@ class Node:
                 raise
             report = PassReport()
             try:
+                if self._unsettled or beaten:
+                    self._reconcile()
                 self._recover(now, report)
             except Exception:
                 self._requeue(finished)
@@ -124,11 +132,50 @@ class Node:
                 self._tend_due(now, report, finished)
             return report
 
-    def _beat(self, now: datetime, force: bool = False) -> None:
+    def _beat(self, now: datetime, force: bool = False) -> bool:
+        """Renews this node's lease when a beat is due (or `force`); returns whether it beat."""
         beat = self.settings.lease_beat
         if force or self._last_beat is None or now - self._last_beat >= beat:
             self.store.beat(self.id, now)
             self._last_beat = now
+            return True
+        return False
+
+    def _reconcile(self) -> None:
+        """Gives back this node's claims that landed unbeknown to it, and never started (semantic 29).
+
+        A claim whose write failed, and could not be read back, never runs; if it landed all the same,
+        its row says `running` on this node while nothing runs it. The node knows what it started, so a
+        row it holds for an attempt it never started is released (engine.release), and the pass goes on
+        to decide that job afresh: it fires if still on time, else the misfire policy applies. An
+        attempt this node did start is never released. Done while unsettled, and at each beat, since
+        a commit may land a moment after a read back found it missing.
+        """
+        stranded = [
+            job
+            for job in self.store.held(self.id)
+            if job.in_flight is not None
+            and (job.id, job.in_flight.fire_id, job.in_flight.attempt) not in self._started
+        ]
+        # Written like a claim (kept nowhere if it fails): a release that fails is found again.
+        written = self.store.save([], claims=[engine.release(job) for job in stranded]) if stranded else []
+        for job, outcome in zip(stranded, written, strict=True):
+            if outcome is Write.DURABLE:
+                assert job.in_flight is not None
+                log.warning(
+                    "%s attempt %d of '%s' was claimed by a write whose reply was lost, and never"
+                    " started: it is given back to the schedule",
+                    job.in_flight.fire_id,
+                    job.in_flight.attempt,
+                    job.name,
+                )
+        self._unsettled = any(outcome is not Write.DURABLE for outcome in written)
+
+    def _won(self, outcome: Write) -> bool:
+        """Whether a claim's write made it this node's to run; one of unknown outcome is reconciled."""
+        if outcome is Write.UNKNOWN:
+            self._unsettled = True
+        return outcome is Write.DURABLE
 
     def _recover(self, now: datetime, report: PassReport) -> None:
         for job in self.store.orphans(now, self.settings.lease_ttl):
@@ -142,7 +189,7 @@ class Node:
             # once, and the loser's `interrupted` run is a second record of the attempt, which the store
             # refuses whole. Kept in memory, it would be retried, and refused, forever. Not kept, the
             # loser simply finds the job recovered; after an outage the next pass finds the orphan again.
-            if self.store.save([decision.job], decision.runs, keep=False)[0] is Write.DURABLE:
+            if self._won(self.store.save([decision.job], decision.runs, keep=False)[0]):
                 self._emit(decision)
                 report.recovered.append(flight.fire_id)
 
@@ -199,6 +246,9 @@ class Node:
             for decision, outcome in zip(kept, written, strict=False):
                 if outcome is not Write.LOST:
                     self._emit(decision)
+            for (occurrence, _, _), outcome in zip(finishing, written, strict=False):
+                if outcome is not Write.LOST:
+                    self._recorded(occurrence)
             if lost:
                 # Another writer changed these jobs first: decide again; their runs are recorded.
                 self._record_all(lost, now, with_runs=False)
@@ -208,7 +258,7 @@ class Node:
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
-                if outcome is Write.DURABLE:
+                if self._won(outcome):
                     self._emit(decision)
                     report.skipped += sum(e.fields.get("count", 0) for e in decision.events)
                     assert decision.fire is not None
@@ -242,8 +292,13 @@ class Node:
     # --- attempts -------------------------------------------------------------------------------
 
     def _dispatch(self, job: Job, occurrence: Occurrence) -> None:
+        self._started.add((job.id, occurrence.fire_id, occurrence.attempt))
         future = self._pool.submit(self._attempt, job, occurrence)
         self._running[job.id] = (occurrence, future)
+
+    def _recorded(self, occurrence: Occurrence) -> None:
+        """The attempt's outcome is written (or waits in memory to be): it is no longer in doubt."""
+        self._started.discard((occurrence.job_id, occurrence.fire_id, occurrence.attempt))
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         """Runs on a worker thread; a claim never exceeds the free slots, so it starts at once."""
@@ -309,6 +364,7 @@ class Node:
             decision = engine.finish(stored.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
                 runs.append(engine.run_of(occurrence, result, now, self.id))
+                self._recorded(occurrence)  # a deleted job's run is history only
             else:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
@@ -326,6 +382,7 @@ class Node:
                 lost.append((occurrence, result))
             else:
                 self._emit(decision)
+                self._recorded(occurrence)
         return lost
 
     def in_flight(self) -> int:
@@ -395,7 +452,7 @@ class Node:
                 state = job.state.value
                 decision = engine.run_now(job, now, self.rules)
                 self._beat(now, force=True)
-                if self.store.save([decision.job], keep=False)[0] is Write.DURABLE:
+                if self._won(self.store.save([decision.job], keep=False)[0]):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self._dispatch(claimed, decision.fire)
@@ -419,6 +476,8 @@ class Node:
                 deadlines.append(next_wake)
         if self._running:
             deadlines.append(now + self.settings.lease_beat)
+        if self._unsettled:
+            deadlines.append(now + PEER_LEASE_FLOOR)  # a claim may have landed unbeknown: reconcile soon
         left = self.store.lease_left(now, self.settings.lease_ttl, self.id)
         if left is not None:
             # A peer's runs are in flight: look again when its lease could run out, so a dead peer's
@@ -479,4 +538,11 @@ class Node:
         self.wait_for_runs(10.0)
         self.record_finished()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._unsettled:
+            # Once its beat is gone, a claim it never started would be taken for an interrupted run.
+            with self._lock:
+                try:
+                    self._reconcile()
+                except StoreError as error:
+                    log.warning("this node's claims could not be reconciled before it stopped: %s", error)
         self.store.forget(self.id)

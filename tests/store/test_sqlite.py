@@ -333,15 +333,6 @@ def test_a_read_only_database_fails_each_write_and_the_store_recovers(
     mutation(store, stored)
 
 
-def test_a_duplicate_run_keeps_the_driver_error_as_its_cause(store: SqliteStore) -> None:
-    stored = store.insert(job())
-
-    with pytest.raises(StoreError, match="double run") as failed:
-        store.save([], [run(stored.id, "f1"), run(stored.id, "f1")])
-
-    assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
-
-
 def test_a_rename_onto_a_live_name_is_refused_whole(store: SqliteStore) -> None:
     taken = store.insert(job("taken"))
     mover = store.insert(job("mover"))

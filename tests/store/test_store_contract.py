@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import pg
-from cronwright.errors import NameTaken, NotFound, StoreError
+from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
 from cronwright.model import (
     AtSchedule,
     CronSchedule,
@@ -263,8 +263,12 @@ def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(
     with store.exclusive():
         kept = store.insert(job("kept"))
         with pytest.raises(StoreError):
-            # The job write would succeed; the run was recorded already, so the whole save is refused.
-            store.save([current.evolve(occurrences=9)], [run(stored.id, "fire-1")])
+            # The job write would succeed; the run was recorded already, differently, so the whole
+            # save is refused.
+            store.save(
+                [current.evolve(occurrences=9)],
+                [run(stored.id, "fire-1", finished=T0 + timedelta(seconds=1))],
+            )
 
     assert store.get(kept.id) == kept  # the section's other work stands
     after = store.get(stored.id)
@@ -440,6 +444,33 @@ def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Backend) -> N
 
     assert [kept.fire_id for kept in store.runs(busy.id)] == ["b4", "b3", "b2"]
     assert [kept.fire_id for kept in store.runs(quiet.id)] == ["q1"]
+
+
+def test_the_same_run_recorded_again_is_written_once_and_the_save_goes_on(store: Store) -> None:
+    # A save replayed after its outcome was unknown (its COMMIT landed, its reply was lost) must not fail.
+    stored = store.insert(job())
+    store.save([], [run(stored.id, "f1")])
+
+    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1"), run(stored.id, "f2")]) == [True]
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["f2", "f1"]
+
+
+def test_the_same_run_twice_in_one_save_is_written_once(store: Store) -> None:
+    stored = store.insert(job())
+
+    store.save([], [run(stored.id, "f1"), run(stored.id, "f1")])
+
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["f1"]
+
+
+def test_a_different_record_of_a_recorded_attempt_is_a_double_run_naming_it(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([], [run(stored.id, "f1")])
+
+    with pytest.raises(DoubleRun) as refused:
+        store.save([], [run(stored.id, "f1", finished=T0 + timedelta(seconds=1))])
+
+    assert refused.value.keys == [(stored.id, "f1", 1)]
 
 
 def test_a_run_recorded_twice_in_one_save_fails_it_whole(store: Store) -> None:
@@ -704,6 +735,27 @@ def test_lease_left_is_none_for_a_waiting_retry_and_zero_for_a_holder_that_never
     store.save([running(held, "node-silent")])
     left = store.lease_left(T0, ttl, "node-me")
     assert left is not None and left <= timedelta(0)
+
+
+def test_held_reads_the_running_jobs_a_node_holds_and_no_other(store: Store) -> None:
+    mine = store.insert(job("mine"))
+    theirs = store.insert(job("theirs"))
+    waiting = store.insert(job("waiting"))
+    gone = store.insert(job("gone"))
+    store.insert(job("idle"))
+    store.save(
+        [
+            running(mine, "node-a"),
+            running(theirs, "node-b"),
+            running(waiting, None, retry_at=T0),
+            running(gone, "node-a"),
+        ]
+    )
+    store.delete(gone.id)
+
+    assert [held.name for held in store.held("node-a")] == ["mine"]
+    assert [held.name for held in store.held("node-b")] == ["theirs"]
+    assert store.held("node-c") == []
 
 
 def test_only_running_jobs_held_by_a_node_can_be_orphans(store: Store) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -32,6 +32,12 @@ class NodeBeat:
     node: str
     beat_at: datetime
     started_at: datetime
+
+
+def same_record(stored: Run, run: Run) -> bool:
+    """Whether a stored run is this very record of its attempt (all but the store's own id agree): then
+    writing it again is a replay, not a double run (semantic 29)."""
+    return replace(stored, id=None) == replace(run, id=None)
 
 
 def unknown_run(run_id: int) -> NotFound:
@@ -86,8 +92,15 @@ class Store(Protocol):
         A job is written only if its stored row exists, is not deleted, and has version `job.version`;
         it is stored with `job.version + 1`. Runs are appended whatever the jobs' fate (a run of a job
         deleted meanwhile still reaches the history), and each job's history is pruned to its newest
-        `run_history` runs. No two runs may share (job_id, fire_id, attempt): that would be a double run,
-        and the whole transaction fails with StoreError.
+        `run_history` runs.
+
+        Runs are written idempotently by (job_id, fire_id, attempt): a run already recorded, the very
+        same record, is not recorded again, so a save replayed after its outcome was unknown writes
+        nothing twice. A different record of an attempt already recorded would be a double run: the
+        whole transaction fails with DoubleRun (a StoreError naming the attempts).
+
+        StoreError otherwise: then nothing was written, or (the connection dropped after COMMIT was
+        sent) the outcome is unknown, and only reading back can tell.
         """
         ...
 
@@ -175,6 +188,13 @@ class Store(Protocol):
 
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         """Running jobs whose attempt is held by a node that has not beaten since `now - ttl`."""
+        ...
+
+    def held(self, node: str) -> list[Job]:
+        """Running jobs whose attempt node `node` holds (not those waiting for a retry), by id.
+
+        A node reads its own with it to reconcile them with what it really runs (semantic 29).
+        """
         ...
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:

@@ -10,9 +10,9 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from cronwright.errors import NameTaken, StoreError
+from cronwright.errors import DoubleRun, NameTaken
 from cronwright.model import Job, Persistence, Run, State
-from cronwright.store.base import LEASE_TTL, NodeBeat, unknown_run
+from cronwright.store.base import LEASE_TTL, NodeBeat, same_record, unknown_run
 
 
 class MemoryStore:
@@ -22,7 +22,7 @@ class MemoryStore:
         self._jobs: dict[int, Job] = {}
         self._deleted: dict[int, Job] = {}
         self._runs: dict[int, deque[Run]] = defaultdict(lambda: deque(maxlen=run_history))
-        self._fires: set[tuple[int, str, int]] = set()
+        self._fires: dict[tuple[int, str, int], Run] = {}  # every run ever recorded, by attempt
         self._beats: dict[str, NodeBeat] = {}
         self._next_id = 1
         self._seq = 0  # the last run id given out
@@ -55,9 +55,19 @@ class MemoryStore:
 
     def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
         with self._lock:
-            keys = [(run.job_id, run.fire_id, run.attempt) for run in runs]
-            if len(set(keys)) < len(keys) or self._fires.intersection(keys):
-                raise StoreError(f"a run was recorded twice: {keys}")
+            # Idempotent by attempt: a record met again is not added twice; another record of it is a
+            # double run, and nothing is written.
+            new: dict[tuple[int, str, int], Run] = {}
+            doubles = []
+            for run in runs:
+                key = (run.job_id, run.fire_id, run.attempt)
+                known = new.get(key) or self._fires.get(key)
+                if known is None:
+                    new[key] = run
+                elif not same_record(known, run):
+                    doubles.append(key)
+            if doubles:
+                raise DoubleRun.of(doubles)
             written = []
             for job in jobs:
                 current = self._jobs.get(job.id)
@@ -65,10 +75,10 @@ class MemoryStore:
                 if ok:
                     self._jobs[job.id] = job.evolve(version=job.version + 1)
                 written.append(ok)
-            for run in runs:
+            for key, run in new.items():
                 self._seq += 1
                 self._runs[run.job_id].appendleft(replace(run, id=self._seq))
-            self._fires.update(keys)
+                self._fires[key] = run
             return written
 
     def get(self, job_id: int) -> Job | None:
@@ -168,6 +178,14 @@ class MemoryStore:
                 and job.in_flight is not None
                 and job.in_flight.node is not None
                 and job.in_flight.node not in alive
+            ]
+
+    def held(self, node: str) -> list[Job]:
+        with self._lock:
+            return [
+                job
+                for job in sorted(self._jobs.values(), key=lambda job: job.id)
+                if job.state is State.RUNNING and job.in_flight is not None and job.in_flight.node == node
             ]
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:

@@ -44,7 +44,7 @@ from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from cronwright.errors import NameTaken, StoreCorrupt, StoreError
+from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
@@ -99,7 +99,13 @@ _SAVE_JOB = (
     " flight_node = %s, data = %s, created_by = %s, version = version + 1"
     " WHERE id = %s AND version = %s AND NOT deleted RETURNING id"
 )
-_INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)"
+# Idempotent by (job_id, fire_id, attempt), as on SQLite: a save replayed after its outcome was unknown
+# (semantic 29) writes no run twice, and `save` checks that a row it met is this very record.
+_INSERT_RUN = (
+    "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (job_id, fire_id, attempt) DO NOTHING RETURNING seq"
+)
+_RECORDED_RUN = "SELECT seq, data FROM runs WHERE job_id = %s AND fire_id = %s AND attempt = %s"
 _PRUNE_RUNS = (
     "DELETE FROM runs WHERE seq IN (SELECT seq FROM ("
     " SELECT seq, row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, seq DESC) AS newest"
@@ -481,13 +487,7 @@ class PostgresStore(SqlJobReads):
                 for index, won in zip(order, self._update(cursor, jobs, updates), strict=True):
                     written[index] = won
             if inserts:
-                try:
-                    cursor.executemany(_INSERT_RUN, inserts)
-                except UniqueViolation as err:
-                    raise StoreError(
-                        f"a run was recorded already ({_one_line(err)}): recording it again would be a"
-                        " double run, so nothing of this save was written"
-                    ) from err
+                self._insert_runs(cursor, runs, inserts)
                 job_ids = sorted({run.job_id for run in runs})
                 cursor.execute(_PRUNE_RUNS, (job_ids, self._run_history))
             if any(written):
@@ -513,6 +513,25 @@ class PostgresStore(SqlJobReads):
             if not cursor.nextset():
                 break
         return won
+
+    def _insert_runs(
+        self, cursor: psycopg.Cursor[Any], runs: Sequence[Run], inserts: list[tuple[Any, ...]]
+    ) -> None:
+        """Inserts the runs (pipelined); a run met already recorded must be this very record."""
+        cursor.executemany(_INSERT_RUN, inserts, returning=True)
+        met = []
+        for run in runs:
+            if cursor.fetchone() is None:
+                met.append(run)
+            cursor.nextset()
+        doubles = []
+        for run in met:
+            key = (run.job_id, run.fire_id, run.attempt)
+            row = cursor.execute(_RECORDED_RUN, key).fetchone()
+            if not self._same_run(row, run):
+                doubles.append(key)
+        if doubles:
+            raise DoubleRun.of(doubles)
 
     def _reading(self) -> AbstractContextManager[Any]:
         return self._session(write=False)

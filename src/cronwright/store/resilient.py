@@ -7,6 +7,13 @@ a tombstone: the job is hidden and never runs, and a retried delete by id finish
 
 Claims are the exception: the node never runs an occurrence whose claim is not durable, since a
 restart could then claim it again. So `save` reports per job whether the write is durable.
+
+A write that failed may have landed all the same: the connection dropped after COMMIT was sent, and the
+reply was lost (semantic 29). Its outcome is found out by reading its rows back, never guessed: found
+landed, it is answered as written; found not, as failed; and a claim whose outcome no read could tell is
+UNKNOWN, which its node reconciles later (`Node._reconcile`). Runs are written idempotently, so runs
+kept in memory and replayed after a save that did land are not recorded twice, and never stop the
+writes that follow them.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from cronwright.errors import StoreError
+from cronwright.errors import DoubleRun, StoreError
 from cronwright.events import Event, EventKind, EventSink
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store.base import LEASE_TTL, NodeBeat, Store
@@ -29,7 +36,8 @@ log = logging.getLogger("cronwright.store")
 class Write(StrEnum):
     DURABLE = "durable"  # on disk (or in the memory store, which is all it has)
     KEPT = "kept"  # the store failed; the job lives in memory and the write will be tried again
-    LOST = "lost"  # another writer changed the row first, or a claim could not be made durable
+    LOST = "lost"  # another writer changed the row first, or the write surely did not land
+    UNKNOWN = "unknown"  # a claim whose write failed, and reading back could not tell if it landed
 
 
 class ResilientStore:
@@ -66,7 +74,24 @@ class ResilientStore:
         return self.inner.exclusive(self._lock)
 
     def insert(self, job: Job) -> Job:
-        return self.inner.insert(job)
+        """Stores a new job. A failed insert that landed all the same (its reply was lost) is found by
+        reading back, and answered as the insert it was."""
+        try:
+            return self.inner.insert(job)
+        except StoreError:
+            landed = self._inserted(job)
+            if landed is None:
+                raise
+            return landed
+
+    def _inserted(self, job: Job) -> Job | None:
+        try:
+            stored = self.inner.find(job.name)
+        except StoreError:
+            return None
+        if stored is not None and stored.version == 1 and stored == job.evolve(id=stored.id, version=1):
+            return stored
+        return None
 
     def save(
         self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
@@ -76,26 +101,82 @@ class ResilientStore:
         Reads see a job kept in memory, and `persistence` says `degraded` until it is saved. A claim is
         never kept: one that is not durable must not run. Pass claims as `claims` (written in the same
         transaction as `jobs`, answered after them) or with `keep=False`.
+
+        A failed write may have landed all the same (the connection dropped after COMMIT was sent): it
+        is read back, never guessed (semantic 29). Found landed, it is answered as written; found not
+        landed, as failed (jobs KEPT, claims LOST); if the read fails too, a claim is UNKNOWN: it must not
+        run, and its node reconciles it once the store answers. Runs waiting in memory are written with
+        the next save, idempotently; one the store refuses as a double record is dropped, and said so.
         """
         with self._lock:
+            written = [*jobs, *claims]
             runs_to_write = [*self._pending_runs, *runs]
             try:
-                written = self.inner.save([*jobs, *claims], runs_to_write)
+                outcomes = self._save_once(written, runs_to_write)
             except StoreError as error:
-                if not keep:
-                    log.warning("a claim could not be saved, so it does not run: %s", error)
-                    return [Write.LOST] * (len(jobs) + len(claims))
-                for job in jobs:
-                    self._keep(job, error)
-                self._pending_runs = runs_to_write
-                if claims:
-                    log.warning("%d claims could not be saved, so they do not run: %s", len(claims), error)
-                return [Write.KEPT] * len(jobs) + [Write.LOST] * len(claims)
+                return self._failed(jobs, claims, runs_to_write, keep, error)
             self._pending_runs = []
-            for job, ok in zip(jobs, written, strict=False):
+            for job, ok in zip(jobs, outcomes, strict=False):
                 if ok:
                     self._recovered(job)
-            return [Write.DURABLE if ok else Write.LOST for ok in written]
+            return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
+
+    def _save_once(self, jobs: Sequence[Job], runs: list[Run]) -> list[bool]:
+        """The inner save; runs it refuses as second records of attempts recorded already are left out."""
+        try:
+            return self.inner.save(jobs, runs)
+        except DoubleRun as error:
+            doubles = set(error.keys)
+            log.error("%s; the write goes on without those runs", error)
+            runs[:] = [run for run in runs if (run.job_id, run.fire_id, run.attempt) not in doubles]
+            return self.inner.save(jobs, runs)
+
+    def _failed(
+        self, jobs: Sequence[Job], claims: Sequence[Job], runs: list[Run], keep: bool, error: StoreError
+    ) -> list[Write]:
+        landed, stored = self._read_back([*jobs, *claims])
+        if landed:
+            # The transaction committed whole; each job was written if its row is what was written.
+            log.warning("a write whose reply was lost had landed, as reading it back shows: %s", error)
+            self._pending_runs = []
+            outcomes = [stored.get(job.id) == job.evolve(version=job.version + 1) for job in [*jobs, *claims]]
+            for job, ok in zip(jobs, outcomes, strict=False):
+                if ok:
+                    self._recovered(job)
+            return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
+        failed_claim = Write.LOST if landed is False else Write.UNKNOWN
+        if not keep:
+            log.warning("a claim could not be saved, so it does not run: %s", error)
+            return [failed_claim] * (len(jobs) + len(claims))
+        for job in jobs:
+            self._keep(job, error)
+        self._pending_runs = runs
+        if claims:
+            log.warning("%d claims could not be saved, so they do not run: %s", len(claims), error)
+        return [Write.KEPT] * len(jobs) + [failed_claim] * len(claims)
+
+    def _read_back(self, written: Sequence[Job]) -> tuple[bool | None, dict[int, Job]]:
+        """Whether a save of `written` that failed landed: True, False, or None when nothing tells.
+
+        A save is one transaction, so one row tells for all: a row that is what was written says it
+        landed; a row still at the version it was read at says it did not (versions only grow, and the
+        write was conditional on that version). None if the read fails, or every row moved on.
+        """
+        if not written:
+            return None, {}
+        try:
+            stored = self.inner.get_many([job.id for job in written])
+        except StoreError:
+            return None, {}
+        for job in written:
+            row = stored.get(job.id)
+            if row is None:
+                continue
+            if row == job.evolve(version=job.version + 1):
+                return True, stored
+            if row.version == job.version:
+                return False, stored
+        return None, stored
 
     def _keep(self, job: Job, error: StoreError) -> None:
         self._pending[job.id] = job
@@ -288,6 +369,15 @@ class ResilientStore:
 
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         return [job for job in map(self._overlay, self.inner.orphans(now, ttl)) if job is not None]
+
+    def held(self, node: str) -> list[Job]:
+        with self._lock:
+            held = [job for job in map(self._overlay, self.inner.held(node)) if job is not None]
+            return [
+                job
+                for job in held
+                if job.state is State.RUNNING and job.in_flight is not None and job.in_flight.node == node
+            ]
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         return self.inner.lease_left(now, ttl, node)

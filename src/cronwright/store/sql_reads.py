@@ -11,7 +11,7 @@ from typing import Any
 
 from cronwright.errors import StoreCorrupt
 from cronwright.model import Job, Run, State
-from cronwright.store.base import unknown_run
+from cronwright.store.base import same_record, unknown_run
 
 log = logging.getLogger("cronwright.store")
 
@@ -42,6 +42,13 @@ class SqlJobReads:
 
     def _read_run(self, data: Any, seq: int) -> Run:
         raise NotImplementedError
+
+    def _same_run(self, row: Sequence[Any] | None, run: Run) -> bool:
+        """Whether `row` (seq, data) of the runs table is this very record of `run`'s attempt."""
+        try:
+            return row is not None and same_record(self._read_run(row[1], row[0]), run)
+        except StoreCorrupt:
+            return False  # a damaged record of the attempt is still a record of it
 
     def _instant(self, moment: datetime) -> object:
         """`moment` as the wake_at column holds it."""
@@ -107,6 +114,16 @@ class SqlJobReads:
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= {self._p} ORDER BY wake_at, id"
         )
         return self._read_up_to(query, (self._instant(now),), limit)
+
+    def held(self, node: str) -> list[Job]:
+        # Through the partial index jobs_flight_node: the rows one node holds, never the whole table.
+        query = (
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND flight_node = {self._p}"
+            f" AND state = {self._p} ORDER BY id"
+        )
+        with self._reading() as connection:
+            rows = connection.execute(query, (node, State.RUNNING.value)).fetchall()
+        return self._read_jobs(rows)
 
     def _one(self, where: str, value: object) -> Job | None:
         with self._reading() as connection:

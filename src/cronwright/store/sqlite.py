@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cronwright.errors import NameTaken, StoreCorrupt, StoreError
+from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
@@ -53,7 +53,14 @@ _SAVE_JOB = (
     "UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, flight_node = ?,"
     " data = ?, created_by = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
 )
-_INSERT_RUN = "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
+# Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
+# replayed after its outcome was unknown (semantic 29) writes nothing twice. `save` then checks that the
+# row it met is this very record: another one would be a second record of one attempt.
+_INSERT_RUN = (
+    "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (job_id, fire_id, attempt) DO NOTHING"
+)
+_RECORDED_RUN = "SELECT seq, data FROM runs WHERE job_id = ? AND fire_id = ? AND attempt = ?"
 # The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
 _LEASE_LEFT = (
     "SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs"
@@ -99,9 +106,11 @@ def statements(script: str) -> list[str]:
 
 
 class SqliteStore(SqlJobReads):
-    _p = "?"
-
     """The Store protocol on one SQLite file (see the module docstring for how each guarantee is kept)."""
+
+    _p = "?"
+    # The class of the store's connection (a fault test puts in one whose commit lands, then raises).
+    _connection_class: type[sqlite3.Connection] = sqlite3.Connection
 
     def __init__(
         self, path: str | Path, run_history: int = 100, *, busy_timeout: float = _BUSY_TIMEOUT
@@ -207,7 +216,11 @@ class SqliteStore(SqlJobReads):
         try:
             # isolation_level=None: the driver opens no transaction of its own; each method opens one.
             connection = sqlite3.connect(
-                self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                self._path,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=self._connection_class,
             )
         except sqlite3.Error as err:
             raise self._open_error(err) from err
@@ -349,15 +362,14 @@ class SqliteStore(SqlJobReads):
                     if _name_conflict(err):
                         raise _name_taken(job) from err
                     raise
-            for insert in inserts:
-                try:
-                    connection.execute(_INSERT_RUN, insert)
-                except sqlite3.IntegrityError as err:
-                    raise StoreError(
-                        f"job {insert[0]}'s occurrence {insert[1]!r} attempt {insert[2]} was recorded"
-                        " already: recording it again would be a double run, so nothing of this save"
-                        " was written"
-                    ) from err
+            doubles = [
+                (run.job_id, run.fire_id, run.attempt)
+                for run, insert in zip(runs, inserts, strict=True)
+                if connection.execute(_INSERT_RUN, insert).rowcount == 0
+                and not self._same_run(connection.execute(_RECORDED_RUN, insert[:3]).fetchone(), run)
+            ]
+            if doubles:
+                raise DoubleRun.of(doubles)
             for job_id in sorted({run.job_id for run in runs}):
                 connection.execute(_PRUNE_RUNS, (job_id, job_id, self._run_history))
         return written

@@ -1,0 +1,180 @@
+"""DESIGN semantic 29: a write whose outcome is unknown is read back, never guessed, and a node gives back
+the claims that landed unbeknown to it and that it never started.
+
+The store here is a memory store whose saves land, then raise (a reply lost after COMMIT), and whose
+reads fail while `unreachable` is set, so that reading back cannot tell. The real faults (a TCP proxy in
+front of PostgreSQL, a SQLite commit that raises after writing) are in tests/faults/test_lost_commit_reply.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from conftest import Harness, at, make_harness
+from cronwright.clock import ManualClock
+from cronwright.errors import StoreError
+from cronwright.model import Job, Outcome, Run
+from cronwright.store.memory import MemoryStore
+
+
+class LostReplies(MemoryStore):
+    """A memory store whose next `lose` saves land, then raise; reads back fail while `unreachable`."""
+
+    lose = 0
+    dark_after_loss = False  # out of reach from the moment a reply is lost
+    unreachable = False
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        written = super().save(jobs, runs)
+        if self.lose:
+            self.lose -= 1
+            self.unreachable = self.dark_after_loss
+            raise StoreError("the connection dropped after COMMIT was sent")
+        return written
+
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        if self.unreachable:
+            raise StoreError("the store is out of reach")
+        return super().get_many(job_ids)
+
+
+@pytest.fixture
+def lossy() -> Harness:
+    return make_harness(LostReplies(), ManualClock(at("2026-03-02T09:00:00+01:00")))
+
+
+def store_of(harness: Harness) -> LostReplies:
+    assert isinstance(harness.raw_store, LostReplies)
+    return harness.raw_store
+
+
+def lose_a_reply_unseen(harness: Harness) -> None:
+    """The next save lands, its reply is lost, and reading back fails: its outcome is unknown."""
+    store_of(harness).lose, store_of(harness).dark_after_loss = 1, True
+
+
+def test_a_claim_read_back_as_landed_runs_at_once(lossy: Harness) -> None:
+    lossy.create("report", {"cron": "0 10 * * *"})
+    lossy.clock.set(at("2026-03-02T10:00:00+01:00"))
+    store_of(lossy).lose = 1
+
+    report = lossy.node.run_pass()
+
+    assert report.fired == ["1-1"]
+    lossy.node.wait_for_runs(5)
+    assert lossy.call("status")["node"]["persistence"] == "memory_only"  # nothing waits in memory
+
+
+def test_a_claim_of_unknown_outcome_is_given_back_and_fires_once_at_the_next_pass(lossy: Harness) -> None:
+    lossy.create("report", {"cron": "0 10 * * *"})
+    lossy.clock.set(at("2026-03-02T10:00:00+01:00"))
+    lose_a_reply_unseen(lossy)
+
+    assert lossy.node.run_pass().fired == []  # not run: the claim may not be this node's
+    assert lossy.job("report")["state"] == "running"  # it landed, unbeknown to the node
+    assert lossy.node.seconds_until_next_pass() <= 1.0  # so the node looks again soon
+
+    store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
+    lossy.clock.set(at("2026-03-02T10:00:01+01:00"))
+    assert lossy.node.run_pass().fired == ["1-1"]  # given back, and fired within its grace
+    lossy.node.wait_for_runs(5)
+    lossy.node.record_finished()
+
+    assert [(call.fire_id, call.attempt) for call in lossy.runner.calls] == [("1-1", 1)]
+    assert [(run.fire_id, run.outcome) for run in lossy.raw_store.runs(1)] == [("1-1", Outcome.OK)]
+    assert lossy.job("report")["state"] == "active"
+
+
+def test_a_given_back_claim_past_its_grace_is_skipped_by_the_misfire_policy(lossy: Harness) -> None:
+    lossy.create("report", {"cron": "0 10 * * *"})
+    lossy.clock.set(at("2026-03-02T10:00:00+01:00"))
+    lose_a_reply_unseen(lossy)
+    lossy.node.run_pass()
+
+    store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
+    lossy.clock.set(at("2026-03-02T10:05:00+01:00"))  # the store answers again only after the grace
+    lossy.node.run_pass()
+
+    assert lossy.runner.calls == []
+    shown = lossy.job("report")
+    assert (shown["state"], shown["skipped"]["misfire"]) == ("active", 1)
+    assert shown["next_run_at"] == "2026-03-03T10:00:00+01:00"
+
+
+def test_a_retry_claimed_by_a_write_of_unknown_outcome_is_retried_once(lossy: Harness) -> None:
+    lossy.runner.outcomes["flaky"] = [Outcome.ERROR, Outcome.OK]
+    lossy.create("flaky", {"cron": "0 10 * * *"}, max_attempts=2, retry_backoff_ms=10_000)
+    lossy.clock.set(at("2026-03-02T10:00:00+01:00"))
+    lossy.tick()
+    lossy.clock.set(at("2026-03-02T10:00:10+01:00"))
+    lose_a_reply_unseen(lossy)
+    assert lossy.node.run_pass().fired == []
+
+    store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
+    lossy.clock.set(at("2026-03-02T10:00:11+01:00"))
+    assert lossy.node.run_pass().fired == ["1-1"]
+    lossy.node.wait_for_runs(5)
+    lossy.node.record_finished()
+
+    assert [(call.fire_id, call.attempt) for call in lossy.runner.calls] == [("1-1", 1), ("1-1", 2)]
+    assert [(run.attempt, run.outcome) for run in lossy.raw_store.runs(1)] == [
+        (2, Outcome.OK),
+        (1, Outcome.ERROR),
+    ]
+
+
+def test_a_manual_run_whose_claim_reply_was_lost_is_given_back_not_run(lossy: Harness) -> None:
+    lossy.create("report", {"cron": "0 10 * * *"})
+    before = lossy.job("report")["next_run_at"]
+    lose_a_reply_unseen(lossy)
+
+    reply = lossy.call("run_now", name="report")
+
+    assert not reply["ok"]  # the caller is told it did not start
+    store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
+    lossy.clock.set(at("2026-03-02T09:00:01+01:00"))
+    lossy.node.run_pass()
+    shown = lossy.job("report")
+    assert (shown["state"], shown["next_run_at"]) == ("active", before)
+    assert lossy.runner.calls == []
+
+
+def test_a_run_this_node_started_is_never_given_back(lossy: Harness) -> None:
+    gate = lossy.runner.hold.setdefault("slow", threading.Event())
+    lossy.create("slow", {"cron": "0 10 * * *"})
+    lossy.clock.set(at("2026-03-02T10:00:00+01:00"))
+    assert lossy.node.run_pass().fired == ["1-1"]
+    assert lossy.runner.started.wait(5)
+
+    lossy.clock.set(at("2026-03-02T10:00:30+01:00"))  # a beat is due: the node reconciles its rows
+    lossy.node.run_pass()
+    assert lossy.job("slow")["state"] == "running"
+
+    gate.set()
+    lossy.node.wait_for_runs(5)
+    lossy.node.record_finished()
+    assert [run.fire_id for run in lossy.raw_store.runs(1)] == ["1-1"]
+    assert len(lossy.runner.calls) == 1
+
+
+def test_runs_kept_in_memory_after_a_landed_save_are_replayed_without_a_double(lossy: Harness) -> None:
+    lossy.create("report", {"every": "1m"})
+    lossy.clock.set(at("2026-03-02T09:01:00+01:00"))
+    lossy.node.run_pass()
+    for _, future in list(lossy.node._running.values()):
+        future.result(5)  # the run is over, not yet recorded
+    lose_a_reply_unseen(lossy)  # the record of the run lands; the node keeps it in memory
+    lossy.node.record_finished()
+    assert lossy.call("status")["node"]["persistence"] == "degraded"
+
+    store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
+    lossy.clock.set(at("2026-03-02T09:01:05+01:00"))
+    lossy.node.run_pass()  # replays the run: already there, so written once, and the node recovers
+
+    assert lossy.call("status")["node"]["persistence"] == "memory_only"
+    assert [run.fire_id for run in lossy.raw_store.runs(1)] == ["1-1"]
+    lossy.clock.set(at("2026-03-02T09:02:00+01:00"))
+    assert lossy.node.run_pass().fired == ["1-2"]
