@@ -20,7 +20,7 @@ from cronwright.node import Node, NodeSettings
 from cronwright.protocol import Protocol
 from cronwright.service import Limits, Service
 from cronwright.sources import operator
-from cronwright.store.base import Store
+from cronwright.store.base import Backend
 from cronwright.store.memory import MemoryStore
 
 # The `live` fixture (a real HTTP server) for tests/http and tests/mcp, which have no conftest of their own:
@@ -93,7 +93,7 @@ class Harness:
     node: Node
     service: Service
     protocol: Protocol
-    raw_store: Store
+    raw_store: Backend
 
     def call(self, action: str, **fields: Any) -> dict[str, Any]:
         reply = self.protocol.dispatch({"action": action, **fields}, operator())
@@ -123,7 +123,7 @@ class Harness:
 
 
 def make_harness(
-    store: Store,
+    store: Backend,
     clock: ManualClock,
     runner: ScriptedRunner | None = None,
     zone: ZoneInfo = BERLIN,
@@ -143,7 +143,7 @@ def make_harness(
     return harness
 
 
-StoreFactory = Callable[[], Store]
+StoreFactory = Callable[[], Backend]
 
 
 @pytest.fixture(params=["memory", "sqlite"])

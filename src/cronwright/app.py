@@ -18,7 +18,7 @@ from cronwright.seeds import SEED_SOURCE, upsert_seeds
 from cronwright.service import Limits, Service
 from cronwright.sources import Source
 from cronwright.store import open_store
-from cronwright.store.base import Store
+from cronwright.store.base import Backend
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ def build(
     runner: Runner,
     allowlist: Allowlist,
     clock: Clock | None = None,
-    store: Store | None = None,
+    store: Backend | None = None,
     sinks: tuple[EventSink, ...] = (),
     seed: bool = True,
 ) -> App:

@@ -25,8 +25,8 @@ from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.model import Job, Occurrence, Outcome, Result, Run
 from cronwright.runner import Runner
-from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Store
-from cronwright.store.resilient import ResilientStore, Write
+from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Store, Write
+from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
 
@@ -70,7 +70,7 @@ def new_node_id() -> str:
 class Node:
     def __init__(
         self,
-        store: Store,
+        store: Backend,
         runner: Runner,
         clock: Clock,
         events: EventSink,
@@ -79,7 +79,7 @@ class Node:
     ) -> None:
         self.id = node_id or new_node_id()
         self.settings = settings or NodeSettings()
-        self.store = ResilientStore(store, events)
+        self.store: Store = ResilientStore(store, events)
         self.clock = clock
         self.rules = engine.Rules(self.id, self.settings.misfire_grace)
         self._runner = runner

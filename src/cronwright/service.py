@@ -42,7 +42,7 @@ from cronwright.model import (
 from cronwright.node import Node
 from cronwright.rows import job_row, run_row
 from cronwright.sources import Source
-from cronwright.store.resilient import Write
+from cronwright.store.base import Write
 from cronwright.timing.cron import CronExpression
 from cronwright.timing.durations import format_duration, parse_duration
 from cronwright.timing.iso import parse_instant, render

@@ -21,7 +21,7 @@ import pg
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.sources import Source
-from cronwright.store.base import Store
+from cronwright.store.base import Backend
 from cronwright.store.sqlite import SqliteStore
 
 WAIT = 0.5  # how long a create waits for its rival at the checks (a bounded wait, never a clock step)
@@ -32,7 +32,7 @@ class Interleaving:
     meet the other handle's write. `armed` says when they stop: always for inserts, and for saves only
     once the race starts (the node's own saves before it must not wait)."""
 
-    def __init__(self, make: Callable[[], Store], method: str = "insert") -> None:
+    def __init__(self, make: Callable[[], Backend], method: str = "insert") -> None:
         self._make = make
         self._method = method
         self._meeting = threading.Barrier(2)
@@ -40,7 +40,7 @@ class Interleaving:
         if method == "insert":
             self.armed.set()
 
-    def open(self) -> Store:
+    def open(self) -> Backend:
         store = self._make()
         write = getattr(store, self._method)
 

@@ -1,4 +1,5 @@
-"""The one store test suite: every guarantee in `cronwright.store.base`, run against every backend.
+"""The one store test suite: every guarantee in `cronwright.store.base`, run against every backend,
+through the very object the node and the service write with (a `Store`: ResilientStore over the backend).
 
 A backend joins by adding a case to `backend` below. PostgreSQL runs on the server that
 $CRONWRIGHT_TEST_POSTGRES names, in a scratch schema per test (and skips, saying so, without it).
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 import pg
 from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
+from cronwright.events import MemorySink
 from cronwright.model import (
     AtSchedule,
     CronSchedule,
@@ -33,45 +35,98 @@ from cronwright.model import (
     Schedule,
     State,
 )
-from cronwright.store import MemoryStore, SqliteStore, Store
+from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
 from cronwright.timing.cron import CronExpression
 
+DURABLE, LOST = Write.DURABLE, Write.LOST
 BERLIN = ZoneInfo("Europe/Berlin")
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
 NIGHTLY = CronSchedule(CronExpression.parse("0 3 * * *"), "Europe/Berlin")
 
 
 @dataclass
-class Backend:
-    """A backend under test. `open` gives a new handle; the handles of a `shared` backend see one storage."""
+class Case:
+    """A backend under test. `open` gives a new handle on it, wrapped as a node wraps it; the handles of a
+    `shared` backend see one storage."""
 
     name: str
     persistence: Persistence
     shared: bool
-    opener: Callable[[int], Store]
+    opener: Callable[[int], Backend]
     opened: list[Store] = field(default_factory=list)
 
     def open(self, run_history: int = 100) -> Store:
-        store = self.opener(run_history)
+        store = ResilientStore(self.opener(run_history), MemorySink())
         self.opened.append(store)
         return store
 
+    def open_lossy(self) -> tuple[Store, LostReplies]:
+        """A handle whose backend loses the replies to its writes on cue (see LostReplies)."""
+        lossy = LostReplies(self.opener(100))
+        store = ResilientStore(lossy, MemorySink())  # type: ignore[arg-type]
+        self.opened.append(store)
+        return store, lossy
+
+
+class LostReplies:
+    """A backend whose next `lose` writes land, then raise, as when the reply to COMMIT is lost; from then
+    on, reads back fail while `dark` is set, so that they cannot tell either."""
+
+    def __init__(self, inner: Backend) -> None:
+        self._inner = inner
+        self.lose = 0
+        self.fail = 0  # the next `fail` saves fail before they land
+        self.dark_after = False
+        self.dark = False
+
+    def _lost(self) -> None:
+        if self.lose:
+            self.lose -= 1
+            self.dark = self.dark_after
+            raise StoreError("the connection dropped after COMMIT was sent")
+
+    def insert(self, job: Job) -> Job:
+        stored = self._inner.insert(job)
+        self._lost()
+        return stored
+
+    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+        if self.fail:
+            self.fail -= 1
+            raise StoreError("the disk is full")
+        written = self._inner.save(jobs, runs)
+        self._lost()
+        return written
+
+    def find(self, name: str) -> Job | None:
+        if self.dark:
+            raise StoreError("the store is out of reach")
+        return self._inner.find(name)
+
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
+        if self.dark:
+            raise StoreError("the store is out of reach")
+        return self._inner.get_many(job_ids)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Case]:
     with contextlib.ExitStack() as cleanup:
         if request.param == "memory":
-            made = Backend("memory", Persistence.MEMORY_ONLY, False, MemoryStore)
+            made = Case("memory", Persistence.MEMORY_ONLY, False, MemoryStore)
         elif request.param == "sqlite":
             path = tmp_path / "contract.db"
-            made = Backend("sqlite", Persistence.PERSISTED, True, lambda history: SqliteStore(path, history))
+            made = Case("sqlite", Persistence.PERSISTED, True, lambda history: SqliteStore(path, history))
         else:
             from cronwright.store.postgres import LeaseClock, PostgresStore
 
             url = cleanup.enter_context(pg.scratch_url())  # dropped after the stores below are closed
             # These tests move time by the `now` they pass, as a manual clock does, so leases are judged
             # on that clock here. Nodes judge them on the database's (test_postgres.py proves that mode).
-            made = Backend(
+            made = Case(
                 "postgres",
                 Persistence.PERSISTED,
                 True,
@@ -83,7 +138,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
 
 @pytest.fixture
-def store(backend: Backend) -> Store:
+def store(backend: Case) -> Store:
     return backend.open()
 
 
@@ -150,7 +205,7 @@ def race(count: int, action: Callable[[int], object]) -> list[object]:
 # -- insert, get, find --------------------------------------------------------------------------
 
 
-def test_persistence_says_whether_the_backend_is_durable(backend: Backend, store: Store) -> None:
+def test_persistence_says_whether_the_backend_is_durable(backend: Case, store: Store) -> None:
     assert store.persistence is backend.persistence
     assert store.description
 
@@ -213,7 +268,7 @@ def test_racing_inserts_of_one_name_store_exactly_one(store: Store) -> None:
     assert store.jobs() == winners
 
 
-def test_name_taken_holds_across_two_handles_of_one_store(backend: Backend) -> None:
+def test_name_taken_holds_across_two_handles_of_one_store(backend: Case) -> None:
     if not backend.shared:
         pytest.skip(f"{backend.name} handles do not share a storage")
     one, two = backend.open(), backend.open()
@@ -230,7 +285,7 @@ def test_name_taken_holds_across_two_handles_of_one_store(backend: Backend) -> N
 # -- exclusive sections ----------------------------------------------------------------------------
 
 
-def test_an_exclusive_section_holds_off_another_handles_until_it_ends(backend: Backend) -> None:
+def test_an_exclusive_section_holds_off_another_handles_until_it_ends(backend: Case) -> None:
     # Memory handles share nothing, so there the two sections run on one handle, from two threads.
     one = backend.open()
     two = backend.open() if backend.shared else one
@@ -265,7 +320,7 @@ def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(
         with pytest.raises(StoreError):
             # The job write would succeed; the run was recorded already, differently, so the whole
             # save is refused.
-            store.save(
+            store.inner.save(
                 [current.evolve(occurrences=9)],
                 [run(stored.id, "fire-1", finished=T0 + timedelta(seconds=1))],
             )
@@ -275,7 +330,7 @@ def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(
     assert after is not None and (after.occurrences, after.version) == (0, current.version)
 
 
-def test_an_exclusive_section_is_free_again_after_an_error_inside_it(backend: Backend) -> None:
+def test_an_exclusive_section_is_free_again_after_an_error_inside_it(backend: Case) -> None:
     store = backend.open()
     with pytest.raises(NameTaken), store.exclusive():
         store.insert(job("taken"))
@@ -293,12 +348,12 @@ def test_an_exclusive_section_is_free_again_after_an_error_inside_it(backend: Ba
 def test_delete_returns_the_row_that_went_and_hides_it(store: Store) -> None:
     stored = store.insert(job("doomed"))
 
-    assert store.delete(stored.id) == stored
+    assert store.delete(stored.id) == (stored, store.persistence)
     assert store.get(stored.id) is None
     assert store.find("doomed") is None
     assert store.jobs() == []
-    assert store.delete(stored.id) is None
-    assert store.delete(12345) is None
+    assert store.delete(stored.id)[0] is None
+    assert store.delete(12345)[0] is None
 
 
 def test_delete_frees_the_name_but_never_the_id(store: Store) -> None:
@@ -327,7 +382,7 @@ def test_save_writes_the_read_version_and_stores_it_plus_one(store: Store) -> No
     stored = store.insert(job())
     changed = stored.evolve(occurrences=1, next_run_at=T0 + timedelta(days=1))
 
-    assert store.save([changed]) == [True]
+    assert store.save([changed]) == [DURABLE]
     assert store.get(stored.id) == changed.evolve(version=2)
 
 
@@ -335,7 +390,7 @@ def test_save_of_a_stale_version_writes_nothing(store: Store) -> None:
     stored = store.insert(job())
     store.save([stored.evolve(occurrences=1)])
 
-    assert store.save([stored.evolve(occurrences=99, name="renamed")]) == [False]
+    assert store.save([stored.evolve(occurrences=99, name="renamed")]) == [LOST]
     current = store.get(stored.id)
     assert current is not None
     assert (current.occurrences, current.name, current.version) == (1, "nightly", 2)
@@ -347,7 +402,7 @@ def test_racing_saves_of_one_read_let_exactly_one_win(store: Store) -> None:
 
     results = race(8, lambda index: store.save([stored.evolve(occurrences=index)]))
 
-    assert sorted(results, key=str) == [[False]] * 7 + [[True]]
+    assert sorted(results, key=str) == [[DURABLE]] + [[LOST]] * 7
     current = store.get(stored.id)
     assert current is not None and current.version == 2
 
@@ -356,7 +411,7 @@ def test_save_of_a_deleted_or_unknown_job_writes_nothing(store: Store) -> None:
     stored = store.insert(job(dedupe_key="nightly-backup"))
     store.delete(stored.id)
 
-    assert store.save([stored.evolve(occurrences=1), stored.evolve(id=12345)]) == [False, False]
+    assert store.save([stored.evolve(occurrences=1), stored.evolve(id=12345)]) == [LOST, LOST]
     assert store.get(stored.id) is None
     assert store.get(12345) is None
     assert store.with_dedupe_key("nightly-backup") == [(stored, True)]
@@ -367,7 +422,7 @@ def test_save_answers_per_job(store: Store) -> None:
     stale = store.insert(job("stale"))
     store.save([stale])
 
-    assert store.save([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)]) == [True, False]
+    assert store.save([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)]) == [DURABLE, LOST]
 
 
 def test_save_appends_runs_even_when_the_job_write_fails(store: Store) -> None:
@@ -376,7 +431,7 @@ def test_save_appends_runs_even_when_the_job_write_fails(store: Store) -> None:
 
     written = store.save([stored.evolve(state=State.DONE)], [run(stored.id, "fire-late")])
 
-    assert written == [False]
+    assert written == [LOST]
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["fire-late"]
 
 
@@ -433,7 +488,7 @@ def test_retries_of_one_occurrence_are_separate_runs(store: Store) -> None:
     assert [(kept.fire_id, kept.attempt) for kept in store.runs(stored.id)] == [("f1", 2), ("f1", 1)]
 
 
-def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Backend) -> None:
+def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Case) -> None:
     store = backend.open(run_history=3)
     busy = store.insert(job("busy"))
     quiet = store.insert(job("quiet"))
@@ -451,7 +506,9 @@ def test_the_same_run_recorded_again_is_written_once_and_the_save_goes_on(store:
     stored = store.insert(job())
     store.save([], [run(stored.id, "f1")])
 
-    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1"), run(stored.id, "f2")]) == [True]
+    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1"), run(stored.id, "f2")]) == [
+        DURABLE
+    ]
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["f2", "f1"]
 
 
@@ -467,34 +524,108 @@ def test_a_different_record_of_a_recorded_attempt_is_a_double_run_naming_it(stor
     stored = store.insert(job())
     store.save([], [run(stored.id, "f1")])
 
-    with pytest.raises(DoubleRun) as refused:
-        store.save([], [run(stored.id, "f1", finished=T0 + timedelta(seconds=1))])
+    with pytest.raises(DoubleRun) as refused:  # the backend refuses the whole save
+        store.inner.save([], [run(stored.id, "f1", finished=T0 + timedelta(seconds=1))])
 
     assert refused.value.keys == [(stored.id, "f1", 1)]
+    assert [kept.finished_at for kept in store.runs(stored.id)] == [T0]
 
 
-def test_a_run_recorded_twice_in_one_save_fails_it_whole(store: Store) -> None:
+def test_two_records_of_one_attempt_in_a_save_leave_the_second_out_and_the_rest_written(store: Store) -> None:
     stored = store.insert(job())
     twice = [run(stored.id, "f1"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
 
-    with pytest.raises(StoreError):
-        store.save([stored.evolve(occurrences=1)], twice)
-
+    with pytest.raises(DoubleRun):  # the backend refuses it whole...
+        store.inner.save([stored.evolve(occurrences=1)], twice)
     assert store.get(stored.id) == stored
     assert store.runs(stored.id) == []
 
+    # ...so the node's store writes the rest, without the doubled attempt's records.
+    assert store.save([stored.evolve(occurrences=1)], [*twice, run(stored.id, "f2")]) == [DURABLE]
+    assert [kept.fire_id for kept in store.runs(stored.id)] == ["f2"]
 
-def test_a_run_recorded_again_later_fails_that_save_whole(store: Store) -> None:
+
+def test_a_record_of_an_attempt_recorded_already_is_left_out_and_the_rest_written(store: Store) -> None:
     stored = store.insert(job())
     store.save([], [run(stored.id, "f1")])
 
     again = [run(stored.id, "f2"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
-    with pytest.raises(StoreError):
-        store.save([stored.evolve(occurrences=1)], again)
+    assert store.save([stored.evolve(occurrences=1)], again) == [DURABLE]
 
-    assert store.get(stored.id) == stored
+    assert [(kept.fire_id, kept.finished_at) for kept in store.runs(stored.id)] == [("f2", T0), ("f1", T0)]
+    assert store.persistence is not Persistence.DEGRADED
+
+
+# -- writes whose outcome is unknown (semantic 29) -------------------------------------------------
+
+
+def test_a_save_whose_reply_was_lost_is_read_back_and_answered_as_written(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    finished, claimed = store.insert(job("finished")), store.insert(job("claimed"))
+    lossy.lose = 1
+
+    written = store.save([finished.evolve(occurrences=1)], [run(finished.id, "f1")], claims=[claimed])
+
+    assert written == [DURABLE, DURABLE]
+    assert store.persistence is backend.persistence  # nothing waits in memory
+    assert [kept.fire_id for kept in store.runs(finished.id)] == ["f1"]
+    assert store.save([], [run(finished.id, "f2")]) == []  # and nothing is sent again
+    assert [kept.fire_id for kept in store.runs(finished.id)] == ["f2", "f1"]
+
+
+def test_a_claim_no_read_back_can_tell_is_unknown_and_kept_nowhere(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    stored = store.insert(job())
+    lossy.lose, lossy.dark_after = 1, True
+
+    assert store.save([], claims=[running(stored, "node-a")]) == [Write.UNKNOWN]
+
+    assert store.persistence is backend.persistence
+    lossy.dark = False
+    assert [held.id for held in store.held("node-a")] == [stored.id]  # it had landed: the node reconciles
+
+
+def test_a_failed_save_read_back_as_not_landed_is_kept_and_its_claim_lost(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    finished, claimed = store.insert(job("finished")), store.insert(job("claimed"))
+    lossy.fail = 1  # fails before it lands: the rows still have the versions they were read at
+
+    written = store.save([finished.evolve(occurrences=1)], claims=[running(claimed, "node-a")])
+
+    assert written == [Write.KEPT, LOST]
+    assert store.held("node-a") == []
+    store.flush()
+    assert store.persistence is backend.persistence
+    assert store.get(finished.id) == finished.evolve(occurrences=1, version=2)
+
+
+def test_a_save_no_read_back_can_tell_is_kept_and_its_runs_replayed_once(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    stored = store.insert(job())
+    lossy.lose, lossy.dark_after = 1, True
+
+    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]) == [Write.KEPT]
+    assert store.persistence is Persistence.DEGRADED
+    assert store.get(stored.id) == stored.evolve(occurrences=1)  # reads see the job kept in memory
+
+    lossy.dark = False
+    store.flush()  # the write had landed: the row moved on, so the kept job goes; the run is sent again
+
+    assert store.persistence is backend.persistence
+    assert store.get(stored.id) == stored.evolve(occurrences=1, version=2)
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["f1"]
-    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f2")]) == [True]
+
+
+def test_an_insert_whose_reply_was_lost_is_read_back_and_answered_as_inserted(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    lossy.lose = 1
+
+    stored = store.insert(job())
+
+    assert (stored.id, stored.version) != (0, 0) and store.get(stored.id) == stored
+    lossy.lose, lossy.dark_after = 1, True
+    with pytest.raises(StoreError):
+        store.insert(job("unseen"))  # no read back can tell: the error stands
 
 
 # -- due and next_wake ---------------------------------------------------------------------------
@@ -604,10 +735,10 @@ def test_jobs_are_filtered_by_their_creator_in_the_store(store: Store) -> None:
     assert store.jobs() == [mine_a, theirs, mine_b, paused]
 
 
-def test_the_creator_filter_sees_saves_and_reopens(backend: Backend) -> None:
+def test_the_creator_filter_sees_saves_and_reopens(backend: Case) -> None:
     one = backend.open()
     stored = one.insert(job("mine", created_by="agent"))
-    assert one.save([stored.evolve(occurrences=4)]) == [True]
+    assert one.save([stored.evolve(occurrences=4)]) == [DURABLE]
 
     reader = backend.open() if backend.shared else one
     assert reader.jobs(created_by="agent") == [stored.evolve(occurrences=4, version=2)]
@@ -625,7 +756,7 @@ def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Stor
     gone = store.insert(job("gone", created_by="agent"))
     store.delete(gone.id)
     claim = running.evolve(state=State.RUNNING, in_flight=InFlight("f-1", T0, 1, T0, "node-a"))
-    assert store.save([claim]) == [True]
+    assert store.save([claim]) == [DURABLE]
 
     assert store.count_live("agent") == 3
     assert store.count_live("other") == 1
@@ -636,7 +767,7 @@ def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Stor
 
     ended = store.get(running.id)
     assert ended is not None
-    assert store.save([ended.evolve(state=State.DONE, in_flight=None, next_run_at=None)]) == [True]
+    assert store.save([ended.evolve(state=State.DONE, in_flight=None, next_run_at=None)]) == [DURABLE]
     assert store.count_live("agent") == 2
 
 

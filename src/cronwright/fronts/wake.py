@@ -12,10 +12,10 @@ import signal
 import socket
 from pathlib import Path
 
-from cronwright.store.resilient import ResilientStore
+from cronwright.store.base import Store
 
 
-def wake_local_nodes(store: ResilientStore) -> int:
+def wake_local_nodes(store: Store) -> int:
     """Signals every serving cronwright node on this host; returns how many were woken."""
     host = socket.gethostname()
     woken = 0

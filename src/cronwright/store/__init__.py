@@ -1,15 +1,17 @@
-"""Stores: the Store protocol, its backends, and `open_store` to pick one from the config's URL."""
+"""Stores: the Store the node writes with, the Backend protocol, its backends, and `open_store` to pick a
+backend from the config's URL."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from cronwright.errors import ConfigError
-from cronwright.store.base import Store
+from cronwright.store.base import Backend, Store, Write
 from cronwright.store.memory import MemoryStore
+from cronwright.store.resilient import ResilientStore
 from cronwright.store.sqlite import SqliteStore
 
-__all__ = ["MemoryStore", "SqliteStore", "Store", "open_store"]
+__all__ = ["Backend", "MemoryStore", "ResilientStore", "SqliteStore", "Store", "Write", "open_store"]
 
 _FORMS = (
     "use 'memory:', 'sqlite:///relative/path.db', 'sqlite:////absolute/path.db'"
@@ -17,7 +19,7 @@ _FORMS = (
 )
 
 
-def open_store(url: str, run_history: int = 100) -> Store:
+def open_store(url: str, run_history: int = 100) -> Backend:
     """The store that `url` names. A URL that names none is a ConfigError saying which forms work.
 
     The URL is never echoed whole: a database URL may carry a password.
@@ -33,7 +35,7 @@ def open_store(url: str, run_history: int = 100) -> Store:
     raise ConfigError(f"the store {shown} is not understood; {_FORMS}")
 
 
-def _postgres(url: str, run_history: int) -> Store:
+def _postgres(url: str, run_history: int) -> Backend:
     # Imported here: psycopg is the optional `postgres` extra, which SQLite users need not install.
     try:
         from cronwright.store.postgres import PostgresStore

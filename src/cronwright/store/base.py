@@ -1,4 +1,11 @@
-"""The Store protocol: the narrow seam between the node and its durable truth.
+"""The store seam, in two layers: `Backend`, the durable truth; `Store`, the one interface that the node
+and the service write with.
+
+A backend (memory, SQLite, PostgreSQL) is atomic per method and raises StoreError when it fails. The
+node never writes to one directly: it wraps it in a `Store` (store/resilient.py), which adds what a node
+needs on top: degraded mode (writes that failed wait in memory, seen by every read, and are replayed
+at the next pass), and answers for writes whose outcome is unknown (semantic 29). The one contract suite
+(tests/store/test_store_contract.py) runs through that very object on every backend.
 
 The store, not memory, is the truth about jobs. Every job write is a compare-and-swap on the job's
 `version`: a write succeeds only if the stored row still has the version the writer read, and stores
@@ -18,6 +25,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Protocol
 
 from cronwright.errors import NotFound
@@ -48,7 +56,7 @@ def unknown_run(run_id: int) -> NotFound:
     )
 
 
-class Store(Protocol):
+class Backend(Protocol):
     """Durable storage of jobs, runs and node beats. Every method is atomic on its own."""
 
     @property
@@ -208,5 +216,135 @@ class Store(Protocol):
     def counts(self) -> dict[str, int]:
         """How many jobs (not deleted) are in each state."""
         ...
+
+    def close(self) -> None: ...
+
+
+class Write(StrEnum):
+    """What became of one job written by `Store.save`."""
+
+    DURABLE = "durable"  # stored (on disk, or in the memory store, which is all it has)
+    KEPT = "kept"  # the store failed; the job lives in memory, seen by reads, and is written again later
+    LOST = "lost"  # another writer changed the row first, or the write surely did not land
+    UNKNOWN = "unknown"  # a claim whose write failed, and no read back could tell whether it landed
+
+
+class Store(Protocol):
+    """The one interface the node and the service write with: a `Backend` (`inner`) plus degraded mode
+    and answers for writes of unknown outcome.
+
+    Reads see the writes waiting in memory (a job kept, a tombstone), so a job stays live, and a deleted
+    one gone, while the backend fails. `persistence` says `degraded` while anything waits. Every method
+    the protocol does not describe otherwise does what `Backend`'s does, through that overlay.
+
+    Unknown outcomes (semantic 29): a write that failed may have landed all the same (the connection
+    dropped after COMMIT was sent, and the reply was lost). It is found out by reading its rows back,
+    never guessed. A save is one transaction, so one row read back tells for all of it.
+    """
+
+    inner: Backend
+
+    @property
+    def persistence(self) -> Persistence:
+        """`degraded` while a write waits in memory; else the backend's own."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def unreadable(self) -> dict[int, str]: ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """As `Backend.exclusive`, this store's own lock held for the section too."""
+        ...
+
+    def insert(self, job: Job) -> Job:
+        """As `Backend.insert`. An insert that failed but landed (its reply lost) is found by reading
+        back, and answered as the insert it was; otherwise the StoreError stands."""
+        ...
+
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
+    ) -> list[Write]:
+        """Writes `jobs`, then `claims`, as compare-and-swaps, and appends `runs`, in one transaction of
+        the backend; answers one Write per job, then per claim. It never raises StoreError.
+
+        - DURABLE: the row was stored (with the version plus one). LOST: another writer changed the row
+          first (decide again from a fresh read), or the write surely did not land.
+        - If the backend fails, the save is read back. Found landed, it is answered as written. Else
+          each job is KEPT in memory (if `keep`; else LOST) and written again by the next save or
+          `flush`, and the runs wait with them; `job_persistence_failed` is emitted once per job, and
+          `job_persistence_recovered` when it lands.
+        - A claim is never kept: an occurrence runs only on a DURABLE claim, so that no restart could
+          claim it again. A claim that failed is LOST when the read back shows it did not land, and
+          UNKNOWN when no read could tell: it must not run, and it may have landed, so its node
+          reconciles its own rows once the store answers (`held`, `engine.release`).
+        - Runs are written idempotently by (job, fire_id, attempt): a replay writes none twice. A
+          different record of an attempt already recorded (a double run) is left out, and said so,
+          and the rest of the save is written.
+        """
+        ...
+
+    def flush(self) -> None:
+        """Writes again what waits in memory (each pass begins with it). A kept job whose row moved on
+        meanwhile (another writer, or its own write that had landed unheard) is dropped: the row is the
+        truth."""
+        ...
+
+    def delete(self, job_id: int) -> tuple[Job | None, Persistence]:
+        """As `Backend.delete`, with the persistence of the delete. If the backend fails, a tombstone
+        hides the job (it never runs) and the answer is `degraded`; a delete by id retried finishes it."""
+        ...
+
+    def delete_unreadable(self, job_id: int) -> bool:
+        """As `Backend.delete_unreadable`; a write of that job waiting in memory is dropped."""
+        ...
+
+    def tombstone(self, job_id: object) -> Job | None:
+        """The job a failed delete left behind, if `job_id` names one."""
+        ...
+
+    def get(self, job_id: int) -> Job | None: ...
+
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]: ...
+
+    def find(self, name: str) -> Job | None: ...
+
+    def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]: ...
+
+    def jobs(
+        self,
+        state: State | None = None,
+        target: str | None = None,
+        created_by: str | None = None,
+        *,
+        after_name: str | None = None,
+        limit: int | None = None,
+    ) -> list[Job]: ...
+
+    def count_live(self, created_by: str) -> int: ...
+
+    def due(self, now: datetime, limit: int) -> list[Job]: ...
+
+    def next_wake(self) -> datetime | None: ...
+
+    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+        """As `Backend.runs`; runs waiting in memory (no id yet) are the newest, on the first page."""
+        ...
+
+    def beat(self, node: str, now: datetime) -> None: ...
+
+    def forget(self, node: str) -> None: ...
+
+    def beats(self) -> list[NodeBeat]: ...
+
+    def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]: ...
+
+    def held(self, node: str) -> list[Job]: ...
+
+    def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None: ...
+
+    def counts(self) -> dict[str, int]: ...
 
     def close(self) -> None: ...

@@ -23,25 +23,22 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from cronwright.errors import DoubleRun, StoreError
 from cronwright.events import Event, EventKind, EventSink
 from cronwright.model import Job, Persistence, Run, State
-from cronwright.store.base import LEASE_TTL, NodeBeat, Store
+from cronwright.store.base import LEASE_TTL, Backend, NodeBeat, Write
 
 log = logging.getLogger("cronwright.store")
 
 
-class Write(StrEnum):
-    DURABLE = "durable"  # on disk (or in the memory store, which is all it has)
-    KEPT = "kept"  # the store failed; the job lives in memory and the write will be tried again
-    LOST = "lost"  # another writer changed the row first, or the write surely did not land
-    UNKNOWN = "unknown"  # a claim whose write failed, and reading back could not tell if it landed
+__all__ = ["ResilientStore", "Write"]
 
 
 class ResilientStore:
-    def __init__(self, inner: Store, events: EventSink) -> None:
+    """The `Store` the node and the service write with, over a `Backend` (see `base.Store`)."""
+
+    def __init__(self, inner: Backend, events: EventSink) -> None:
         self.inner = inner
         self._events = events
         self._lock = threading.RLock()
@@ -96,18 +93,8 @@ class ResilientStore:
     def save(
         self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
     ) -> list[Write]:
-        """Writes like `Store.save`. If the store fails and `keep` is set, the jobs stay in memory.
-
-        Reads see a job kept in memory, and `persistence` says `degraded` until it is saved. A claim is
-        never kept: one that is not durable must not run. Pass claims as `claims` (written in the same
-        transaction as `jobs`, answered after them) or with `keep=False`.
-
-        A failed write may have landed all the same (the connection dropped after COMMIT was sent): it
-        is read back, never guessed (semantic 29). Found landed, it is answered as written; found not
-        landed, as failed (jobs KEPT, claims LOST); if the read fails too, a claim is UNKNOWN: it must not
-        run, and its node reconciles it once the store answers. Runs waiting in memory are written with
-        the next save, idempotently; one the store refuses as a double record is dropped, and said so.
-        """
+        """See `base.Store.save`: claims are passed as `claims` (written in the same transaction as
+        `jobs`, answered after them), or alone with `keep=False` (which keeps nothing, runs included)."""
         with self._lock:
             written = [*jobs, *claims]
             runs_to_write = [*self._pending_runs, *runs]
