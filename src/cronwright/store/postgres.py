@@ -6,8 +6,9 @@ created or upgraded at open, inside one transaction that holds an advisory lock 
 boot together wait for each other, and the second finds the work done.
 
 Claims. Every job write is the compare-and-swap `UPDATE ... WHERE id = $id AND version = $read AND NOT
-deleted` (see `_SAVE_JOB` for why it is not `FOR UPDATE SKIP LOCKED`), and the unique key on runs
-`(job_id, fire_id, attempt)` refuses a second record of one attempt even if a lease were mis-handled.
+deleted` (see `save_job` in sql/postgres/queries.sql for why it is not `FOR UPDATE SKIP LOCKED`), and
+the unique key on runs `(job_id, fire_id, attempt)` refuses a second record of one attempt even if a
+lease were mis-handled; the same record again is written once (semantic 29).
 
 Leases. By default they are judged on the database's clock, the one clock every node shares: a beat
 stamps the row with `now()`, and `orphans` compares with `now() - ttl`, so a node whose own clock is off
@@ -50,7 +51,7 @@ from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import job_data, read_job, read_run, run_data
 from cronwright.store.postgres_listen import Listener
-from cronwright.store.sql_reads import JOB_COLUMNS, SqlJobReads
+from cronwright.store.sql_reads import SqlJobReads
 
 log = logging.getLogger("cronwright.store")
 
@@ -80,62 +81,12 @@ class LeaseClock(StrEnum):
     CALLER = "caller"  # the `now` each call passes, as SqliteStore does (tests on a manual clock)
 
 
-_INSERT_JOB = (
-    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
-    " VALUES (%s, %s, %s, %s, %s, %s, 1, %s, %s) RETURNING id"
-)
-# The claim, and every other job write, is this conditional update, and not a `SELECT ... FOR UPDATE
-# SKIP LOCKED` followed by an update. A pass has already read its due jobs (a snapshot, with their
-# versions), so the write only has to prove that nobody wrote the row since. Under READ COMMITTED a
-# second writer of the same row waits for the first one's commit, then re-checks this WHERE against
-# the row the first one committed: the version moved, so it updates nothing and reports the claim
-# lost. Exactly one writer of a version wins, without a lock held across the read, the decision and
-# the write. SKIP LOCKED would instead answer "lost" while the first writer might still roll back,
-# which would leave an occurrence unclaimed until the next pass; and it buys nothing here, because
-# nodes do not hand out work from a queue: each one decides from its own read. Rows are updated in id
-# order, so two nodes claiming overlapping batches wait for each other but never deadlock.
-_SAVE_JOB = (
-    "UPDATE jobs SET name = %s, state = %s, dedupe_key = %s, target = %s, wake_at = %s,"
-    " flight_node = %s, data = %s, created_by = %s, version = version + 1"
-    " WHERE id = %s AND version = %s AND NOT deleted RETURNING id"
-)
-# Idempotent by (job_id, fire_id, attempt), as on SQLite: a save replayed after its outcome was unknown
-# (semantic 29) writes no run twice, and `save` checks that a row it met is this very record.
-_INSERT_RUN = (
-    "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)"
-    " ON CONFLICT (job_id, fire_id, attempt) DO NOTHING RETURNING seq"
-)
-_RECORDED_RUN = "SELECT seq, data FROM runs WHERE job_id = %s AND fire_id = %s AND attempt = %s"
-_PRUNE_RUNS = (
-    "DELETE FROM runs WHERE seq IN (SELECT seq FROM ("
-    " SELECT seq, row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, seq DESC) AS newest"
-    " FROM runs WHERE job_id = ANY(%s)) AS ranked WHERE newest > %s)"
-)
-_BEAT = (
-    "INSERT INTO nodes (node, beat_at, started_at, db_beat_at, db_started_at)"
-    " VALUES (%s, %s, %s, now(), now())"
-    " ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at, db_beat_at = excluded.db_beat_at"
-    " RETURNING now()"
-)
-_ORPHANS = (
-    f"SELECT {JOB_COLUMNS} FROM jobs"
-    " WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s"
-    " AND flight_node NOT IN (SELECT node FROM nodes WHERE {beat} > {cutoff}) ORDER BY id"
-)
+# The named statements (sql/postgres/queries.sql).
+_Q = sql_files.queries("postgres")
 
 
 # The longest a create waits for another node's exclusive section.
 EXCLUSIVE_WAIT = timedelta(seconds=10)
-
-# The holders of runs other than one node: how many, whether one never beat, their oldest beat, and how
-# long until that beat is `ttl` old on the server's clock.
-_LEASE_LEFT = (
-    "SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),"
-    " min(nodes.{beat}) + %s::interval - now() FROM (SELECT DISTINCT flight_node FROM jobs"
-    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s{readable}) AS holders"
-    " LEFT JOIN nodes ON nodes.node = holders.flight_node"
-)
-
 
 # -- the schema ------------------------------------------------------------------------------------
 
@@ -160,16 +111,13 @@ def upgrade(connection: psycopg.Connection[Any], version: int) -> None:
     """
     for number, script in migrations()[version:]:
         connection.execute(script)
-        connection.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (number,))
+        connection.execute(_Q["record_migration"], (number,))
 
 
 def _create(connection: psycopg.Connection[Any]) -> None:
     connection.execute(schema_sql())
     with connection.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO schema_migrations (version) VALUES (%s)",
-            [(number,) for number in range(1, schema_version() + 1)],
-        )
+        cursor.executemany(_Q["record_migration"], [(number,) for number in range(1, schema_version() + 1)])
 
 
 def quoted(name: str) -> str:
@@ -230,6 +178,7 @@ def _unreachable(error: psycopg.Error) -> bool:
 
 class PostgresStore(SqlJobReads):
     _p = "%s"
+    _queries = _Q
 
     """The Store protocol on one PostgreSQL schema (see the module docstring for how each guarantee holds).
 
@@ -339,9 +288,7 @@ class PostgresStore(SqlJobReads):
                 psycopg.connect(self._conninfo, autocommit=True, **self._kwargs) as connection,
                 connection.transaction(),
             ):
-                connection.execute(
-                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, self._schema)
-                )
+                connection.execute(_Q["schema_lock"], (_LOCK_CLASS, self._schema))
                 self._migrate(connection)
         except psycopg.Error as err:
             if _unreachable(err):
@@ -353,22 +300,18 @@ class PostgresStore(SqlJobReads):
             ) from err
 
     def _migrate(self, connection: psycopg.Connection[Any]) -> None:
-        exists = connection.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (self._schema,)
-        ).fetchone()
+        exists = connection.execute(_Q["schema_exists"], (self._schema,)).fetchone()
         where = f"the schema {self._schema} of {self._description}"
         if not exists or not exists[0]:
             connection.execute(f"CREATE SCHEMA {quoted(self._schema)}")
         else:
-            usable = connection.execute(
-                "SELECT has_schema_privilege(%s, 'USAGE')", (self._schema,)
-            ).fetchone()
+            usable = connection.execute(_Q["schema_usable"], (self._schema,)).fetchone()
             if not usable or not usable[0]:
                 raise StoreError(
                     f"{where} exists, but this login may not use it: grant it USAGE (and CREATE, for"
                     " upgrades) on the schema, or log in as its owner"
                 )
-        connection.execute("SELECT set_config('search_path', %s, true)", (quoted(self._schema),))
+        connection.execute(_Q["use_schema_for_the_transaction"], (quoted(self._schema),))
         tables = self._tables(connection)
         if not tables:
             _create(connection)
@@ -378,7 +321,7 @@ class PostgresStore(SqlJobReads):
                 " it was left untouched. Point the store at another schema with ?schema=NAME."
             )
         else:
-            row = connection.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+            row = connection.execute(_Q["schema_version"]).fetchone()
             version = int(row[0]) if row else 0
             if version > schema_version():
                 raise StoreError(
@@ -392,15 +335,11 @@ class PostgresStore(SqlJobReads):
             raise StoreCorrupt(f"{where} is damaged: its tables {', '.join(missing)} are missing")
 
     def _tables(self, connection: psycopg.Connection[Any]) -> set[str]:
-        rows = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (self._schema,))
+        rows = connection.execute(_Q["tables"], (self._schema,))
         return {str(row[0]) for row in rows}
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        # Unqualified names reach this store's schema only; instants come back in UTC.
-        connection.execute(
-            "SELECT set_config('search_path', %s, false), set_config('TimeZone', 'UTC', false)",
-            (quoted(self._schema),),
-        )
+        connection.execute(_Q["configure_connection"], (quoted(self._schema),))
 
     # -- transactions ------------------------------------------------------------------------------
 
@@ -439,8 +378,7 @@ class PostgresStore(SqlJobReads):
                 self._trouble = (datetime.now(UTC).replace(microsecond=0), _one_line(err)[:200])
 
     def _notify(self, connection: psycopg.Connection[Any]) -> None:
-        # Delivered when the transaction commits, and never if it rolls back.
-        connection.execute("SELECT pg_notify(%s, %s)", (self._channel, self._token))
+        connection.execute(_Q["notify"], (self._channel, self._token))
 
     def _read_job(self, row: Sequence[Any]) -> Job:
         job_id, version, data = row[0], row[1], row[2]
@@ -463,7 +401,7 @@ class PostgresStore(SqlJobReads):
         columns = _job_columns(job)
         with self._session(write=True) as connection:
             try:
-                row = connection.execute(_INSERT_JOB, columns).fetchone()
+                row = connection.execute(_Q["insert_job"], columns).fetchone()
             except UniqueViolation as err:
                 if err.diag.constraint_name == "jobs_live_name":
                     raise _name_taken(job.name) from err
@@ -489,7 +427,7 @@ class PostgresStore(SqlJobReads):
             if inserts:
                 self._insert_runs(cursor, runs, inserts)
                 job_ids = sorted({run.job_id for run in runs})
-                cursor.execute(_PRUNE_RUNS, (job_ids, self._run_history))
+                cursor.execute(_Q["prune_runs"], (job_ids, self._run_history))
             if any(written):
                 self._notify(connection)
         return written
@@ -499,7 +437,7 @@ class PostgresStore(SqlJobReads):
     ) -> list[bool]:
         """Runs the compare-and-swaps (pipelined); returns, per update, whether its row was written."""
         try:
-            cursor.executemany(_SAVE_JOB, updates, returning=True)
+            cursor.executemany(_Q["save_job"], updates, returning=True)
         except UniqueViolation as err:
             # A rename onto a live job's name: the unique index refuses it, atomically.
             if err.diag.constraint_name == "jobs_live_name":
@@ -518,7 +456,7 @@ class PostgresStore(SqlJobReads):
         self, cursor: psycopg.Cursor[Any], runs: Sequence[Run], inserts: list[tuple[Any, ...]]
     ) -> None:
         """Inserts the runs (pipelined); a run met already recorded must be this very record."""
-        cursor.executemany(_INSERT_RUN, inserts, returning=True)
+        cursor.executemany(_Q["insert_run"], inserts, returning=True)
         met = []
         for run in runs:
             if cursor.fetchone() is None:
@@ -527,7 +465,7 @@ class PostgresStore(SqlJobReads):
         doubles = []
         for run in met:
             key = (run.job_id, run.fire_id, run.attempt)
-            row = cursor.execute(_RECORDED_RUN, key).fetchone()
+            row = cursor.execute(_Q["recorded_run"], key).fetchone()
             if not self._same_run(row, run):
                 doubles.append(key)
         if doubles:
@@ -545,7 +483,7 @@ class PostgresStore(SqlJobReads):
         with self._session(write=False) as connection:
             connection.execute(f"SET lock_timeout = '{int(EXCLUSIVE_WAIT.total_seconds() * 1000)}ms'")
             try:
-                connection.execute("SELECT pg_advisory_lock(%s)", (self._exclusive_key,))
+                connection.execute(_Q["exclusive_lock"], (self._exclusive_key,))
             except LockNotAvailable as err:
                 raise StoreError(
                     f"another node has held the create lock of {self._description} for"
@@ -557,33 +495,27 @@ class PostgresStore(SqlJobReads):
                 with guard or contextlib.nullcontext():
                     yield
             finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", (self._exclusive_key,))
+                connection.execute(_Q["exclusive_unlock"], (self._exclusive_key,))
 
     def _instant(self, moment: datetime) -> object:
         return moment
 
     def next_wake(self) -> datetime | None:
         with self._session(write=False) as connection:
-            row = connection.execute(
-                "SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL"
-            ).fetchone()
+            row = connection.execute(_Q["next_wake"]).fetchone()
         earliest = row[0] if row else None
         return None if earliest is None else _utc(earliest)
 
     def delete(self, job_id: int) -> Job | None:
         with self._session(write=True) as connection:
-            row = connection.execute(
-                f"UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING {JOB_COLUMNS}",
-                (job_id,),
-            ).fetchone()
+            row = connection.execute(_Q["delete_job"], (job_id,)).fetchone()
             if row is not None:
                 self._notify(connection)
         return None if row is None else self._read_job(row)
 
     def delete_unreadable(self, job_id: int) -> bool:
         with self._session(write=True) as connection:
-            query = "UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted"
-            done = connection.execute(query, (job_id,))
+            done = connection.execute(_Q["mark_deleted"], (job_id,))
             if done.rowcount:
                 self._notify(connection)
             return done.rowcount > 0
@@ -592,7 +524,7 @@ class PostgresStore(SqlJobReads):
 
     def beat(self, node: str, now: datetime) -> None:
         with self._session(write=True) as connection:
-            row = connection.execute(_BEAT, (node, now, now)).fetchone()
+            row = connection.execute(_Q["beat"], (node, now, now)).fetchone()
         if row is not None:
             self._measure_skew(now - _utc(row[0]))
 
@@ -613,24 +545,21 @@ class PostgresStore(SqlJobReads):
 
     def forget(self, node: str) -> None:
         with self._session(write=True) as connection:
-            connection.execute("DELETE FROM nodes WHERE node = %s", (node,))
+            connection.execute(_Q["forget"], (node,))
 
     def beats(self) -> list[NodeBeat]:
         prefix = "db_" if self._lease_clock is LeaseClock.DATABASE else ""
         with self._session(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT node, {prefix}beat_at, {prefix}started_at FROM nodes"
-                f" ORDER BY {prefix}beat_at DESC, node"
-            ).fetchall()
+            rows = connection.execute(_Q["beats"].format(prefix=prefix)).fetchall()
         return [NodeBeat(node, _utc(beat_at), _utc(started_at)) for node, beat_at, started_at in rows]
 
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         if self._lease_clock is LeaseClock.DATABASE:
             # `now` is the caller's clock, which may be wrong; the lease is judged on the server's.
-            query = _ORPHANS.format(beat="db_beat_at", cutoff="now() - %s::interval")
+            query = _Q["orphans"].format(beat="db_beat_at", cutoff="now() - %s::interval")
             params: tuple[Any, ...] = (State.RUNNING.value, ttl)
         else:
-            query = _ORPHANS.format(beat="beat_at", cutoff="%s")
+            query = _Q["orphans"].format(beat="beat_at", cutoff="%s")
             params = (State.RUNNING.value, now - ttl)
         with self._session(write=False) as connection:
             rows = connection.execute(query, params).fetchall()
@@ -642,7 +571,7 @@ class PostgresStore(SqlJobReads):
         readable, unreadable = self._readable_only()
         with self._session(write=False) as connection:
             row = connection.execute(
-                _LEASE_LEFT.format(beat="db_beat_at" if database else "beat_at", readable=readable),
+                _Q["lease_left"].format(beat="db_beat_at" if database else "beat_at", readable=readable),
                 (ttl, node, *unreadable),
             ).fetchone()
         if row is None or not row[0]:
@@ -655,9 +584,7 @@ class PostgresStore(SqlJobReads):
     def counts(self) -> dict[str, int]:
         counts = {state.value: 0 for state in State}
         with self._session(write=False) as connection:
-            rows = connection.execute(
-                "SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state"
-            ).fetchall()
+            rows = connection.execute(_Q["counts"]).fetchall()
         counts.update({str(state): int(number) for state, number in rows})
         return counts
 
@@ -697,7 +624,7 @@ class PostgresStore(SqlJobReads):
         if pool is None:
             return
         with contextlib.suppress(psycopg.Error, PoolTimeout), pool.connection(timeout=2.0) as connection:
-            connection.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+            connection.execute(_Q["notify"], (self._channel, payload))
 
     def close(self) -> None:
         with self._lock:

@@ -1,10 +1,10 @@
-"""The job and run reads that the SQL stores share, written once: only the placeholder and the session
-differ."""
+"""The job and run reads that the SQL stores share, written once: each store brings its session and its
+dialect's named queries (sql/<dialect>/queries.sql)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,6 @@ from cronwright.store.base import same_record, unknown_run
 
 log = logging.getLogger("cronwright.store")
 
-JOB_COLUMNS = "id, version, data"
 LIVE = tuple(state.value for state in State if state.live)
 # Ids per `IN (...)` of get_many: far below SQLite's limit on bound parameters (32,766 since 3.32).
 _IDS_PER_READ = 500
@@ -23,7 +22,8 @@ _IDS_PER_READ = 500
 
 class SqlJobReads:
     """Mixin for a store whose `jobs` table has the columns id, version, data, name, state, target,
-    created_by, dedupe_key, wake_at and deleted. `_p` is the driver's placeholder (`?` or `%s`).
+    created_by, dedupe_key, wake_at and deleted. `_p` is the driver's placeholder (`?` or `%s`), and
+    `_queries` the dialect's named statements.
 
     A read of many rows leaves out a row that cannot be read (written by hand behind the store's back,
     say) rather than failing whole: one broken row must neither stop the scheduler nor hide every other
@@ -32,6 +32,7 @@ class SqlJobReads:
     """
 
     _p: str
+    _queries: Mapping[str, str]
     _unreadable: dict[int, str]
 
     def _reading(self) -> AbstractContextManager[Any]:
@@ -61,8 +62,7 @@ class SqlJobReads:
             ids = list(self._unreadable)
             with self._reading() as connection:
                 rows = connection.execute(
-                    f"SELECT id FROM jobs WHERE id IN ({', '.join([self._p] * len(ids))}) AND NOT deleted",
-                    ids,
+                    self._queries["live_ids_among"].format(ids=self._marks(ids)), ids
                 ).fetchall()
             present = {row[0] for row in rows}
             for job_id in ids:
@@ -77,7 +77,11 @@ class SqlJobReads:
         ids = tuple(self._unreadable)
         if not ids:
             return "", ()
-        return f" AND id NOT IN ({', '.join([self._p] * len(ids))})", ids
+        return f" AND id NOT IN ({self._marks(ids)})", ids
+
+    def _marks(self, values: Sequence[object]) -> str:
+        """One placeholder per value, for an `IN (...)`."""
+        return ", ".join([self._p] * len(values))
 
     def _read_jobs(self, rows: Iterable[Sequence[Any]]) -> list[Job]:
         jobs: list[Job] = []
@@ -108,32 +112,20 @@ class SqlJobReads:
                 return jobs[:limit]
 
     def due(self, now: datetime, limit: int) -> list[Job]:
-        # `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks
-        # the index from its start and stops at `now` or at `limit`.
-        query = (
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND wake_at <= {self._p} ORDER BY wake_at, id"
-        )
-        return self._read_up_to(query, (self._instant(now),), limit)
+        return self._read_up_to(self._queries["due"], (self._instant(now),), limit)
 
     def held(self, node: str) -> list[Job]:
-        # Through the partial index jobs_flight_node: the rows one node holds, never the whole table.
-        query = (
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted AND flight_node = {self._p}"
-            f" AND state = {self._p} ORDER BY id"
-        )
         with self._reading() as connection:
-            rows = connection.execute(query, (node, State.RUNNING.value)).fetchall()
+            rows = connection.execute(self._queries["held"], (node, State.RUNNING.value)).fetchall()
         return self._read_jobs(rows)
 
-    def _one(self, where: str, value: object) -> Job | None:
+    def _one(self, query: str, value: object) -> Job | None:
         with self._reading() as connection:
-            row = connection.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where} = {self._p} AND NOT deleted", (value,)
-            ).fetchone()
+            row = connection.execute(self._queries[query], (value,)).fetchone()
         return None if row is None else self._read_job(row)
 
     def get(self, job_id: int) -> Job | None:
-        return self._one("id", job_id)
+        return self._one("live_job_by_id", job_id)
 
     def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
         wanted = sorted(set(job_ids))
@@ -141,21 +133,17 @@ class SqlJobReads:
         with self._reading() as connection:
             for start in range(0, len(wanted), _IDS_PER_READ):
                 chunk = wanted[start : start + _IDS_PER_READ]
-                marks = ", ".join([self._p] * len(chunk))
-                rows = connection.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE id IN ({marks}) AND NOT deleted", chunk
-                ).fetchall()
+                query = self._queries["live_jobs_by_ids"].format(ids=self._marks(chunk))
+                rows = connection.execute(query, chunk).fetchall()
                 found.update((job.id, job) for job in self._read_jobs(rows))
         return found
 
     def find(self, name: str) -> Job | None:
-        return self._one("name", name)
+        return self._one("live_job_by_name", name)
 
     def with_dedupe_key(self, key: str) -> list[tuple[Job, bool]]:
         with self._reading() as connection:
-            rows = connection.execute(
-                f"SELECT {JOB_COLUMNS}, deleted FROM jobs WHERE dedupe_key = {self._p} ORDER BY id", (key,)
-            ).fetchall()
+            rows = connection.execute(self._queries["jobs_with_dedupe_key"], (key,)).fetchall()
         # Strict: a keyed row left out would let a `once` key be used a second time.
         return [(self._read_job(row), bool(row[3])) for row in rows]
 
@@ -168,7 +156,7 @@ class SqlJobReads:
         after_name: str | None = None,
         limit: int | None = None,
     ) -> list[Job]:
-        query = f"SELECT {JOB_COLUMNS} FROM jobs WHERE NOT deleted"
+        query = self._queries["live_jobs"]
         params: list[str | int] = []
         if created_by is not None:
             # With `NOT deleted`, this matches the partial index jobs_created_by: a source's own rows only.
@@ -191,13 +179,9 @@ class SqlJobReads:
         return self._read_jobs(rows)
 
     def count_live(self, created_by: str) -> int:
-        # Answered from the index jobs_created_by alone: no row is read, no record decoded.
         with self._reading() as connection:
-            row = connection.execute(
-                f"SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = {self._p}"
-                f" AND state IN ({', '.join([self._p] * len(LIVE))})",
-                (created_by, *LIVE),
-            ).fetchone()
+            query = self._queries["count_live"].format(live=self._marks(LIVE))
+            row = connection.execute(query, (created_by, *LIVE)).fetchone()
         return int(row[0]) if row else 0
 
     def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
@@ -206,17 +190,13 @@ class SqlJobReads:
         params: list[object] = [] if job_id is None else [job_id]
         with self._reading() as connection:
             if before is not None:
-                cursor = connection.execute(
-                    f"SELECT finished_at FROM runs WHERE seq = {p}", (before,)
-                ).fetchone()
+                cursor = connection.execute(self._queries["run_finished_at"], (before,)).fetchone()
                 if cursor is None:
                     raise unknown_run(before)
                 # After the cursor in (finished_at DESC, seq DESC), written so the index's range applies.
                 where.append(f"finished_at <= {p} AND (finished_at < {p} OR seq < {p})")
                 params += [cursor[0], cursor[0], before]
             clause = f" WHERE {' AND '.join(where)}" if where else ""
-            rows = connection.execute(
-                f"SELECT seq, data FROM runs{clause} ORDER BY finished_at DESC, seq DESC LIMIT {p}",
-                (*params, max(limit, 0)),
-            ).fetchall()
+            query = self._queries["runs"].format(where=clause)
+            rows = connection.execute(query, (*params, max(limit, 0))).fetchall()
         return [self._read_run(data, seq) for seq, data in rows]

@@ -35,7 +35,7 @@ from cronwright.model import Job, Persistence, Run, State
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
-from cronwright.store.sql_reads import JOB_COLUMNS, SqlJobReads
+from cronwright.store.sql_reads import SqlJobReads
 
 # PRAGMA application_id: "CrWt". It marks a file as a cronwright store, so another application's
 # database is never taken for one (and never migrated).
@@ -44,33 +44,8 @@ APPLICATION_ID = int.from_bytes(b"CrWt", "big")
 _MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT = 30.0
 
-_INSERT_JOB = (
-    "INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)"
-    " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)"
-)
-# The compare-and-swap: the row is written only if nobody wrote it since the caller read it.
-_SAVE_JOB = (
-    "UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, flight_node = ?,"
-    " data = ?, created_by = ?, version = version + 1 WHERE id = ? AND version = ? AND NOT deleted"
-)
-# Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
-# replayed after its outcome was unknown (semantic 29) writes nothing twice. `save` then checks that the
-# row it met is this very record: another one would be a second record of one attempt.
-_INSERT_RUN = (
-    "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (job_id, fire_id, attempt) DO NOTHING"
-)
-_RECORDED_RUN = "SELECT seq, data FROM runs WHERE job_id = ? AND fire_id = ? AND attempt = ?"
-# The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
-_LEASE_LEFT = (
-    "SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs"
-    " WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?{readable}) AS holders"
-    " LEFT JOIN nodes ON nodes.node = holders.flight_node"
-)
-_PRUNE_RUNS = (
-    "DELETE FROM runs WHERE job_id = ? AND seq NOT IN"
-    " (SELECT seq FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?)"
-)
+# The named statements (sql/sqlite/queries.sql).
+_Q = sql_files.queries("sqlite")
 
 
 def schema_sql() -> str:
@@ -109,6 +84,7 @@ class SqliteStore(SqlJobReads):
     """The Store protocol on one SQLite file (see the module docstring for how each guarantee is kept)."""
 
     _p = "?"
+    _queries = _Q
     # The class of the store's connection (a fault test puts in one whose commit lands, then raises).
     _connection_class: type[sqlite3.Connection] = sqlite3.Connection
 
@@ -254,9 +230,7 @@ class SqliteStore(SqlJobReads):
                 connection.execute(f"PRAGMA user_version = {number}")
             # Reading the schema parses it, so a damaged first page shows here and not at the first write;
             # and a file stamped as a store but missing its tables is refused rather than half used.
-            tables = {
-                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
+            tables = {row[0] for row in connection.execute(_Q["tables"])}
             missing = sorted({"jobs", "runs", "nodes"} - tables)
             if missing:
                 raise StoreCorrupt(f"{self._path} is damaged: its tables {', '.join(missing)} are missing")
@@ -335,7 +309,7 @@ class SqliteStore(SqlJobReads):
         columns = _job_columns(job)
         with self._transaction(write=True) as connection:
             try:
-                cursor = connection.execute(_INSERT_JOB, columns)
+                cursor = connection.execute(_Q["insert_job"], columns)
             except sqlite3.IntegrityError as err:
                 if _name_conflict(err):
                     raise _name_taken(job) from err
@@ -356,7 +330,7 @@ class SqliteStore(SqlJobReads):
             written = []
             for job, update in zip(jobs, updates, strict=True):
                 try:
-                    written.append(connection.execute(_SAVE_JOB, update).rowcount == 1)
+                    written.append(connection.execute(_Q["save_job"], update).rowcount == 1)
                 except sqlite3.IntegrityError as err:
                     # A rename onto a live job's name: the unique index refuses it, atomically.
                     if _name_conflict(err):
@@ -365,13 +339,13 @@ class SqliteStore(SqlJobReads):
             doubles = [
                 (run.job_id, run.fire_id, run.attempt)
                 for run, insert in zip(runs, inserts, strict=True)
-                if connection.execute(_INSERT_RUN, insert).rowcount == 0
-                and not self._same_run(connection.execute(_RECORDED_RUN, insert[:3]).fetchone(), run)
+                if connection.execute(_Q["insert_run"], insert).rowcount == 0
+                and not self._same_run(connection.execute(_Q["recorded_run"], insert[:3]).fetchone(), run)
             ]
             if doubles:
                 raise DoubleRun.of(doubles)
             for job_id in sorted({run.job_id for run in runs}):
-                connection.execute(_PRUNE_RUNS, (job_id, job_id, self._run_history))
+                connection.execute(_Q["prune_runs"], (job_id, job_id, self._run_history))
         return written
 
     def _reading(self) -> AbstractContextManager[Any]:
@@ -382,45 +356,35 @@ class SqliteStore(SqlJobReads):
 
     def next_wake(self) -> datetime | None:
         with self._transaction(write=False) as connection:
-            (earliest,) = connection.execute(
-                "SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL"
-            ).fetchone()
+            (earliest,) = connection.execute(_Q["next_wake"]).fetchone()
         return None if earliest is None else from_micros(earliest)
 
     def delete(self, job_id: int) -> Job | None:
         with self._transaction(write=True) as connection:
-            row = connection.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ? AND NOT deleted", (job_id,)
-            ).fetchone()
+            row = connection.execute(_Q["live_job_by_id"], (job_id,)).fetchone()
             if row is None:
                 return None
-            connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ?", (job_id,))
+            connection.execute(_Q["mark_deleted"], (job_id,))
         return self._read_job(row)
 
     def delete_unreadable(self, job_id: int) -> bool:
         with self._transaction(write=True) as connection:
-            done = connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ? AND NOT deleted", (job_id,))
+            done = connection.execute(_Q["mark_deleted"], (job_id,))
             return done.rowcount > 0
 
     # -- runs, beats, counts -----------------------------------------------------------------------
 
     def beat(self, node: str, now: datetime) -> None:
         with self._transaction(write=True) as connection:
-            connection.execute(
-                "INSERT INTO nodes (node, beat_at, started_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at",
-                (node, micros(now), micros(now)),
-            )
+            connection.execute(_Q["beat"], (node, micros(now), micros(now)))
 
     def forget(self, node: str) -> None:
         with self._transaction(write=True) as connection:
-            connection.execute("DELETE FROM nodes WHERE node = ?", (node,))
+            connection.execute(_Q["forget"], (node,))
 
     def beats(self) -> list[NodeBeat]:
         with self._transaction(write=False) as connection:
-            rows = connection.execute(
-                "SELECT node, beat_at, started_at FROM nodes ORDER BY beat_at DESC, node"
-            ).fetchall()
+            rows = connection.execute(_Q["beats"]).fetchall()
         return [
             NodeBeat(node, from_micros(beat_at), from_micros(started_at))
             for node, beat_at, started_at in rows
@@ -428,18 +392,13 @@ class SqliteStore(SqlJobReads):
 
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         with self._transaction(write=False) as connection:
-            rows = connection.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs"
-                " WHERE NOT deleted AND flight_node IS NOT NULL AND state = ?"
-                " AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > ?) ORDER BY id",
-                (State.RUNNING.value, micros(now - ttl)),
-            ).fetchall()
+            rows = connection.execute(_Q["orphans"], (State.RUNNING.value, micros(now - ttl))).fetchall()
         return self._read_jobs(rows)
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         with self._transaction(write=False) as connection:
             readable, unreadable = self._readable_only()
-            query = _LEASE_LEFT.format(readable=readable)
+            query = _Q["lease_left"].format(readable=readable)
             holders, oldest = connection.execute(query, (node, *unreadable)).fetchone()
         if not holders:
             return None
@@ -448,9 +407,7 @@ class SqliteStore(SqlJobReads):
     def counts(self) -> dict[str, int]:
         counts = {state.value: 0 for state in State}
         with self._transaction(write=False) as connection:
-            rows = connection.execute(
-                "SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state"
-            ).fetchall()
+            rows = connection.execute(_Q["counts"]).fetchall()
         counts.update({state: number for state, number in rows})
         return counts
 

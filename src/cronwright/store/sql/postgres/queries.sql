@@ -1,0 +1,169 @@
+-- The named statements of the PostgreSQL store, read through store/sql_files.py (`queries("postgres")`).
+-- Each starts at a `-- name: NAME` line and runs to the next one. `{...}` marks a piece the store
+-- fills in (a list of placeholders, a filter on rows known to be unreadable, or which clock's columns
+-- judge a lease); everything else is bound as parameters (`%s`). Unqualified names reach the store's
+-- own schema through the connection's search_path.
+
+-- Jobs ----------------------------------------------------------------------------------------------
+
+-- name: insert_job
+INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)
+VALUES (%s, %s, %s, %s, %s, %s, 1, %s, %s) RETURNING id
+
+-- name: save_job
+-- The claim, and every other job write, is this conditional update, and not a `SELECT ... FOR UPDATE
+-- SKIP LOCKED` followed by an update. A pass has already read its due jobs (a snapshot, with their
+-- versions), so the write only has to prove that nobody wrote the row since. Under READ COMMITTED a
+-- second writer of the same row waits for the first one's commit, then re-checks this WHERE against
+-- the row the first one committed: the version moved, so it updates nothing and reports the claim
+-- lost. Exactly one writer of a version wins, without a lock held across the read, the decision and
+-- the write. SKIP LOCKED would instead answer "lost" while the first writer might still roll back,
+-- which would leave an occurrence unclaimed until the next pass; and it buys nothing here, because
+-- nodes do not hand out work from a queue: each one decides from its own read. Rows are updated in id
+-- order, so two nodes claiming overlapping batches wait for each other but never deadlock.
+UPDATE jobs SET name = %s, state = %s, dedupe_key = %s, target = %s, wake_at = %s,
+    flight_node = %s, data = %s, created_by = %s, version = version + 1
+WHERE id = %s AND version = %s AND NOT deleted RETURNING id
+
+-- name: live_job_by_id
+SELECT id, version, data FROM jobs WHERE id = %s AND NOT deleted
+
+-- name: live_job_by_name
+SELECT id, version, data FROM jobs WHERE name = %s AND NOT deleted
+
+-- name: live_jobs_by_ids
+SELECT id, version, data FROM jobs WHERE id IN ({ids}) AND NOT deleted
+
+-- name: live_ids_among
+SELECT id FROM jobs WHERE id IN ({ids}) AND NOT deleted
+
+-- name: jobs_with_dedupe_key
+SELECT id, version, data, deleted FROM jobs WHERE dedupe_key = %s ORDER BY id
+
+-- name: live_jobs
+-- `list`: the filters that apply follow as `AND column = %s`, then the order and a page's LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted
+
+-- name: count_live
+-- Answered from the index jobs_created_by alone: no row is read, no record decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND state IN ({live})
+
+-- name: due
+-- `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks the
+-- index from its start and stops at `now` or at the LIMIT that follows.
+SELECT id, version, data FROM jobs WHERE NOT deleted AND wake_at <= %s ORDER BY wake_at, id
+
+-- name: next_wake
+SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL
+
+-- name: mark_deleted
+-- Without reading the row: the operator's way to remove one that cannot be read.
+UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted
+
+-- name: delete_job
+UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING id, version, data
+
+-- name: held
+-- Through the partial index jobs_flight_node: the rows one node holds, never the whole table.
+SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = %s AND state = %s ORDER BY id
+
+-- name: counts
+SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
+
+-- name: notify
+-- Delivered when the transaction commits, and never if it rolls back.
+SELECT pg_notify(%s, %s)
+
+-- Runs ----------------------------------------------------------------------------------------------
+
+-- name: insert_run
+-- Idempotent by (job_id, fire_id, attempt), as on SQLite: a save replayed after its outcome was
+-- unknown (semantic 29) writes no run twice, and the store checks that a row it met is this very
+-- record (recorded_run).
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (job_id, fire_id, attempt) DO NOTHING RETURNING seq
+
+-- name: recorded_run
+SELECT seq, data FROM runs WHERE job_id = %s AND fire_id = %s AND attempt = %s
+
+-- name: prune_runs
+DELETE FROM runs WHERE seq IN (SELECT seq FROM (
+    SELECT seq, row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, seq DESC) AS newest
+    FROM runs WHERE job_id = ANY(%s)) AS ranked WHERE newest > %s)
+
+-- name: runs
+-- The history, newest first. {where} is empty, or ` WHERE ` and the conditions that apply: one
+-- job's, and for a page after a run, `finished_at <= %s AND (finished_at < %s OR seq < %s)`, written so
+-- that the index's range applies.
+SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT %s
+
+-- name: run_finished_at
+SELECT finished_at FROM runs WHERE seq = %s
+
+-- Nodes and leases ----------------------------------------------------------------------------------
+
+-- name: beat
+-- Stamped on both clocks: the node's (as passed) and the database's, which judges leases by default.
+INSERT INTO nodes (node, beat_at, started_at, db_beat_at, db_started_at)
+VALUES (%s, %s, %s, now(), now())
+ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at, db_beat_at = excluded.db_beat_at
+RETURNING now()
+
+-- name: forget
+DELETE FROM nodes WHERE node = %s
+
+-- name: beats
+-- {prefix} is `db_` for the database's clock, empty for the node's.
+SELECT node, {prefix}beat_at, {prefix}started_at FROM nodes ORDER BY {prefix}beat_at DESC, node
+
+-- name: orphans
+-- {beat} is the column of the clock that judges leases, {cutoff} the instant a beat must be after.
+SELECT id, version, data FROM jobs
+WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s
+    AND flight_node NOT IN (SELECT node FROM nodes WHERE {beat} > {cutoff})
+ORDER BY id
+
+-- name: lease_left
+-- The holders of runs other than one node: how many, whether one never beat, their oldest beat, and
+-- how long until that beat is `ttl` old on the server's clock.
+SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),
+    min(nodes.{beat}) + %s::interval - now()
+FROM (SELECT DISTINCT flight_node FROM jobs
+    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s{readable}) AS holders
+LEFT JOIN nodes ON nodes.node = holders.flight_node
+
+-- Locks ---------------------------------------------------------------------------------------------
+
+-- name: schema_lock
+-- Held by the transaction that creates or upgrades a schema: nodes that boot together wait in turn.
+SELECT pg_advisory_xact_lock(%s, hashtext(%s))
+
+-- name: exclusive_lock
+SELECT pg_advisory_lock(%s)
+
+-- name: exclusive_unlock
+SELECT pg_advisory_unlock(%s)
+
+-- The schema and its migrations ---------------------------------------------------------------------
+
+-- name: schema_exists
+SELECT count(*) FROM pg_namespace WHERE nspname = %s
+
+-- name: schema_usable
+SELECT has_schema_privilege(%s, 'USAGE')
+
+-- name: use_schema_for_the_transaction
+SELECT set_config('search_path', %s, true)
+
+-- name: configure_connection
+-- Unqualified names reach this store's schema only; instants come back in UTC.
+SELECT set_config('search_path', %s, false), set_config('TimeZone', 'UTC', false)
+
+-- name: tables
+SELECT tablename FROM pg_tables WHERE schemaname = %s
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) FROM schema_migrations
+
+-- name: record_migration
+INSERT INTO schema_migrations (version) VALUES (%s)

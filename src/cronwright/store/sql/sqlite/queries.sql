@@ -1,0 +1,111 @@
+-- The named statements of the SQLite store, read through store/sql_files.py (`queries("sqlite")`).
+-- Each starts at a `-- name: NAME` line and runs to the next one. `{...}` marks a piece the store
+-- fills in (a list of placeholders, or a filter on rows known to be unreadable); everything else is
+-- bound as parameters (`?`). Transaction control (BEGIN, COMMIT, PRAGMA) stays in the code that owns it.
+
+-- Jobs ----------------------------------------------------------------------------------------------
+
+-- name: insert_job
+INSERT INTO jobs (name, state, dedupe_key, target, wake_at, flight_node, version, data, created_by)
+VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
+
+-- name: save_job
+-- The compare-and-swap: the row is written only if nobody wrote it since the caller read it.
+UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, flight_node = ?,
+    data = ?, created_by = ?, version = version + 1
+WHERE id = ? AND version = ? AND NOT deleted
+
+-- name: live_job_by_id
+SELECT id, version, data FROM jobs WHERE id = ? AND NOT deleted
+
+-- name: live_job_by_name
+SELECT id, version, data FROM jobs WHERE name = ? AND NOT deleted
+
+-- name: live_jobs_by_ids
+SELECT id, version, data FROM jobs WHERE id IN ({ids}) AND NOT deleted
+
+-- name: live_ids_among
+SELECT id FROM jobs WHERE id IN ({ids}) AND NOT deleted
+
+-- name: jobs_with_dedupe_key
+SELECT id, version, data, deleted FROM jobs WHERE dedupe_key = ? ORDER BY id
+
+-- name: live_jobs
+-- `list`: the filters that apply follow as `AND column = ?`, then the order and a page's LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted
+
+-- name: count_live
+-- Answered from the index jobs_created_by alone: no row is read, no record decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND state IN ({live})
+
+-- name: due
+-- `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks the
+-- index from its start and stops at `now` or at the LIMIT that follows.
+SELECT id, version, data FROM jobs WHERE NOT deleted AND wake_at <= ? ORDER BY wake_at, id
+
+-- name: next_wake
+SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL
+
+-- name: mark_deleted
+UPDATE jobs SET deleted = 1 WHERE id = ? AND NOT deleted
+
+-- name: held
+-- Through the partial index jobs_flight_node: the rows one node holds, never the whole table.
+SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = ? AND state = ? ORDER BY id
+
+-- name: counts
+SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
+
+-- Runs ----------------------------------------------------------------------------------------------
+
+-- name: insert_run
+-- Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
+-- replayed after its outcome was unknown (semantic 29) writes nothing twice. The store then checks that
+-- the row it met is this very record (recorded_run): another one is a second record of one attempt.
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (job_id, fire_id, attempt) DO NOTHING
+
+-- name: recorded_run
+SELECT seq, data FROM runs WHERE job_id = ? AND fire_id = ? AND attempt = ?
+
+-- name: prune_runs
+DELETE FROM runs WHERE job_id = ? AND seq NOT IN
+    (SELECT seq FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?)
+
+-- name: runs
+-- The history, newest first. {where} is empty, or ` WHERE ` and the conditions that apply: one
+-- job's, and for a page after a run, `finished_at <= ? AND (finished_at < ? OR seq < ?)`, written so
+-- that the index's range applies.
+SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT ?
+
+-- name: run_finished_at
+SELECT finished_at FROM runs WHERE seq = ?
+
+-- Nodes and leases ----------------------------------------------------------------------------------
+
+-- name: beat
+INSERT INTO nodes (node, beat_at, started_at) VALUES (?, ?, ?)
+ON CONFLICT (node) DO UPDATE SET beat_at = excluded.beat_at
+
+-- name: forget
+DELETE FROM nodes WHERE node = ?
+
+-- name: beats
+SELECT node, beat_at, started_at FROM nodes ORDER BY beat_at DESC, node
+
+-- name: orphans
+SELECT id, version, data FROM jobs
+WHERE NOT deleted AND flight_node IS NOT NULL AND state = ?
+    AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > ?)
+ORDER BY id
+
+-- name: lease_left
+-- The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
+SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs
+    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?{readable}) AS holders
+LEFT JOIN nodes ON nodes.node = holders.flight_node
+
+-- The catalog -----------------------------------------------------------------------------------------
+
+-- name: tables
+SELECT name FROM sqlite_master WHERE type = 'table'
