@@ -114,7 +114,8 @@ class ResilientStore:
             return self.inner.save(jobs, runs)
         except DoubleRun as error:
             doubles = set(error.keys)
-            log.error("%s; the write goes on without those runs", error)
+            # Another writer recorded those attempts first (two nodes recovering one orphan, say).
+            log.warning("%s; the write goes on without those runs", error)
             runs[:] = [run for run in runs if (run.job_id, run.fire_id, run.attempt) not in doubles]
             return self.inner.save(jobs, runs)
 
