@@ -43,7 +43,7 @@ class StaticAllowlist:
         schema = self._actions.get(target, {}).get(action)
         if schema is None:
             raise TargetNotAllowed(
-                f"{target}.{action} is not an allowed target action; see `cronwright targets` for the list"
+                f"{target}.{action} is not an allowed target action; see `targets` for the list"
             )
         check_args(target, action, schema, args)
 

@@ -6,6 +6,7 @@ the reply object; None for an untrusted sender, which gets nothing at all.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
@@ -13,6 +14,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
+from cronwright.declare.refusals import refusal
+from cronwright.declare.requests import MODELS, example
 from cronwright.errors import (
     InvalidJson,
     MessageTooLarge,
@@ -31,34 +36,27 @@ MAX_DEPTH = 32
 
 Handler = Callable[[Service, Mapping[str, Any], Source], dict[str, Any]]
 
-ACTIONS: dict[str, tuple[Handler, dict[str, Any]]] = {
-    "create_job": (
-        Service.create_job,
-        {"job": {"name": "nightly-report", "target": "reports", "action": "daily",
-                 "args": {"team": "ops"}, "schedule": {"cron": "0 7 * * *", "tz": "Europe/Berlin"},
-                 "lifetime": "30d"}},
-    ),
-    "update": (Service.update, {"name": "nightly-report", "changes": {"schedule": {"cron": "30 7 * * *"}}}),
-    "get": (Service.get, {"name": "nightly-report"}),
-    "list": (Service.list, {"state": "active"}),
-    "pause": (Service.pause, {"name": "nightly-report"}),
-    "resume": (Service.resume, {"name": "nightly-report"}),
-    "run_now": (Service.run_now, {"name": "nightly-report"}),
-    "delete": (Service.delete, {"name": "nightly-report"}),
-    "history": (Service.history, {"name": "nightly-report", "limit": 10}),
-    "tick": (Service.tick, {}),
-    "status": (Service.status, {}),
-    "preview": (Service.preview, {"expression": "0 7 * * MON-FRI", "tz": "Europe/Berlin", "count": 3}),
-    "targets": (Service.targets, {}),
-}  # fmt: skip
+# The service's operation for each action (but `interface`, which the protocol answers itself). Each
+# request is validated with its model in `cronwright.declare.requests` first.
+ACTIONS: dict[str, Handler] = {
+    "create_job": Service.create_job,
+    "update": Service.update,
+    "get": Service.get,
+    "list": Service.list,
+    "pause": Service.pause,
+    "resume": Service.resume,
+    "run_now": Service.run_now,
+    "delete": Service.delete,
+    "history": Service.history,
+    "tick": Service.tick,
+    "status": Service.status,
+    "preview": Service.preview,
+    "targets": Service.targets,
+}
 
 
 def interface() -> dict[str, Any]:
-    actions = [
-        {"action": name, "example": {"action": name, **example}} for name, (_, example) in ACTIONS.items()
-    ]
-    actions.append({"action": "interface", "example": {"action": "interface"}})
-    return {"actions": actions}
+    return {"actions": [{"action": name, "example": example(name)} for name in MODELS]}
 
 
 class Protocol:
@@ -110,13 +108,20 @@ class Protocol:
 
     def _act(self, request: dict[str, Any], source: Source) -> dict[str, Any]:
         action = request.get("action")
+        if not isinstance(action, str) or action not in MODELS:
+            known = ", ".join(MODELS)
+            meant = difflib.get_close_matches(str(action)[:50], MODELS, n=1)
+            hint = f"; did you mean {meant[0]!r}?" if meant else ""
+            raise UnknownAction(f"unknown action {str(action)[:50]!r}{hint}; the actions are: {known}")
+        model = MODELS[action]
+        try:
+            # The model checks the request's shape; the service, what its values mean.
+            validated = model.model_validate(request)
+        except ValidationError as error:
+            raise refusal(error, model, f"a `{action}` request") from None
         if action == "interface":
             return {"ok": True, **interface()}
-        if not isinstance(action, str) or action not in ACTIONS:
-            known = ", ".join([*ACTIONS, "interface"])
-            raise UnknownAction(f"unknown action {str(action)[:50]!r}; the actions are: {known}")
-        handler, _ = ACTIONS[action]
-        return {"ok": True, **handler(self.service, request, source)}
+        return {"ok": True, **ACTIONS[action](self.service, validated.model_dump(exclude_unset=True), source)}
 
 
 def _refuse_constant(name: str) -> object:

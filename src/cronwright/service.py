@@ -345,7 +345,9 @@ class Service:
         target = fields.required_text(data, "target")
         action = fields.required_text(data, "action")
         if not source.allows(target, action):
-            raise TargetNotAllowed(f"source '{source.name}' may not schedule {target}.{action}")
+            raise TargetNotAllowed(
+                f"source '{source.name}' may not schedule {target}.{action}; `targets` lists what it may"
+            )
         dedupe_key = fields.text(data, "dedupe_key", required=False)
         once = fields.flag(data, "once")
         if once and dedupe_key is None:
@@ -382,8 +384,15 @@ class Service:
                     "run_at", "'run_at' is at or after the end of the job's lifetime; give a longer lifetime"
                 )
             self._check_quota(source)
-            if self.store.find(name) is not None:
-                raise NameTaken(f"a job named '{name}' exists; choose another name or delete it first")
+            taken = self.store.find(name)
+            if taken is not None:
+                # Only the caller's own job may be offered for deletion: another source's is not its to see.
+                yours = (
+                    "; choose another name, or `delete` it first"
+                    if source.sees(taken.created_by)
+                    else ("; names are shared by every source: choose another")
+                )
+                raise NameTaken(f"a job named '{name}' exists{yours}")
             stored = self.store.insert(engine.arm(job, now))
         self.node.wake()
         return {"job": self.row(stored), "persistence": self.store.persistence.value}

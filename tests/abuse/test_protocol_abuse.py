@@ -531,7 +531,9 @@ def test_a_hundred_thousand_hostile_requests_get_replies_and_change_nothing_when
     # Deep, not only at the door: many requests reach the service, and some succeed.
     assert meter.codes["ok"] > 5_000 and meter.codes["invalid"] > 5_000, meter.codes
     assert meter.slowest < CHEAP_BOUND
-    assert target.changes > 1_000
+    # Most changes come from valid requests with a few keys mutated; since an unknown field is refused
+    # wherever it appears (the request's top level too), fewer of those are accepted than before.
+    assert target.changes > 500
 
 
 def _encodable(request: Any) -> bool:

@@ -69,7 +69,7 @@ def test_a_source_without_targets_may_schedule_nothing(live: Live) -> None:
     assert reply.json() == {
         "ok": False,
         "error": "target_not_allowed",
-        "message": "source 'nobody' may not schedule reports.daily",
+        "message": "source 'nobody' may not schedule reports.daily; `targets` lists what it may",
     }
     assert live.app.service.store.find("sneaky") is None
 

@@ -17,8 +17,9 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 from starlette.routing import Route
 
+from cronwright.declare.requests import MODELS
 from cronwright.fronts.http import create_app
-from cronwright.fronts.openapi import ACTIONS, document
+from cronwright.fronts.openapi import document
 from serving import Live, bearer, make_app
 
 
@@ -31,7 +32,11 @@ def test_the_document_is_valid_openapi_3_1(live: Live) -> None:
     validate(served)
 
 
-def test_the_document_names_every_route_and_method_the_app_serves(tmp_path: Path) -> None:
+ACTIONS = list(MODELS)
+
+
+def test_the_document_names_every_route_and_method_the_app_serves_but_mcp(tmp_path: Path) -> None:
+    """/mcp is JSON-RPC, which the MCP specification describes: the document says so and leaves it out."""
     app = make_app(tmp_path)
     try:
         asgi: Any = create_app(app)
@@ -40,13 +45,41 @@ def test_the_document_names_every_route_and_method_the_app_serves(tmp_path: Path
             for route in asgi.app.routes
             if isinstance(route, Route)
             for method in (route.methods or ())
-            if method != "HEAD"
+            if method != "HEAD" and route.path != "/mcp"
         }
     finally:
         app.close()
     documented = {(path, method) for path, item in document()["paths"].items() for method in item}
 
     assert routes == documented
+    assert "/mcp is not described here" in document()["info"]["description"]
+
+
+def test_call_takes_one_schema_per_action_chosen_by_its_action() -> None:
+    body = document()["paths"]["/v1/call"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+
+    assert body["discriminator"]["propertyName"] == "action"
+    # tick is the local operator's: refused to every source over HTTP, so the document leaves it out.
+    assert set(body["discriminator"]["mapping"]) == set(MODELS) - {"tick"}
+    assert len(body["oneOf"]) == len(MODELS) - 1
+    create = document()["components"]["schemas"]["CreateJob"]
+    assert create["additionalProperties"] is False and create["required"] == ["action", "job"]
+
+
+def test_every_405_carries_an_allow_header(live: Live) -> None:
+    for method, path, allowed in (
+        ("GET", "/v1/call", "POST"),
+        ("DELETE", "/v1/jobs", "GET"),
+        ("POST", "/v1/jobs/x", "GET"),
+        ("PUT", "/v1/runs", "GET"),
+        ("POST", "/v1/status", "GET"),
+        ("POST", "/healthz", "GET"),
+    ):
+        reply = live.http.request(method, path, headers=bearer("agent"))
+
+        assert reply.status_code == 405, (method, path)
+        assert allowed in reply.headers["allow"], (method, path, reply.headers)
+        assert reply.json()["ok"] is False
 
 
 def test_every_route_but_healthz_asks_for_the_bearer_token() -> None:
@@ -78,14 +111,17 @@ def test_the_replies_meet_the_documents_schemas(live: Live) -> None:
     live.app.node.wait_for_runs(30)
 
     conforms(created, "JobReply")
-    conforms(live.http.get("/v1/jobs/report", headers=bearer("agent")).json(), "JobReply")
-    conforms(live.http.get("/v1/jobs", headers=bearer("agent")).json(), "JobsReply")
-    conforms(live.http.get("/v1/runs", headers=bearer("agent")).json(), "RunsReply")
+    conforms(live.http.get("/v1/jobs/report", headers=bearer("agent")).json(), "GetReply")
+    conforms(live.http.get("/v1/jobs", headers=bearer("agent")).json(), "ListReply")
+    conforms(live.http.get("/v1/runs", headers=bearer("agent")).json(), "HistoryReply")
     conforms(live.http.get("/v1/status", headers=bearer("agent")).json(), "StatusReply")
-    conforms(live.create("agent", "report").json(), "Refusal")
-    conforms(live.create("agent", "x", lifetime="99d").json(), "Refusal")
+    conforms(live.call("agent", {"action": "targets"}).json(), "TargetsReply")
+    conforms(live.call("agent", {"action": "interface"}).json(), "InterfaceReply")
+    conforms(live.call("agent", {"action": "preview", "expression": "@daily"}).json(), "PreviewReply")
+    conforms(live.create("agent", "report").json(), "Refused")
+    conforms(live.create("agent", "x", lifetime="99d").json(), "Refused")
     conforms(live.http.get("/healthz").json(), "Health")
-    conforms({"action": "create_job", "job": {"name": "n", "target": "t", "action": "a"}}, "CallRequest")
+    conforms({"action": "create_job", "job": {"name": "n", "target": "t", "action": "a"}}, "CreateJob")
 
 
 # --- fuzz ------------------------------------------------------------------------------------------------

@@ -259,3 +259,79 @@ def test_update_history_and_run_now_mirror_the_protocol(app: App) -> None:
         assert [run["outcome"] for run in (history.structured_content or {})["runs"]] == ["ok"]
 
     as_source(app, "agent", session)
+
+
+# --- generated from the protocol's models -----------------------------------------------------------------
+
+
+def test_every_tool_refuses_arguments_it_does_not_know(app: App) -> None:
+    async def session(client: Client) -> None:
+        tools = (await client.list_tools()).tools
+
+        for tool in tools:
+            assert tool.input_schema.get("additionalProperties") is False, tool.name
+            assert tool.output_schema is not None and tool.output_schema.get("properties"), tool.name
+            assert tool.description and not tool.description.startswith(" ") and "\n " not in tool.description
+
+    as_source(app, "agent", session)
+
+
+def test_an_unknown_argument_is_a_tool_error_naming_it_and_the_one_meant(app: App) -> None:
+    async def session(client: Client) -> None:
+        typo = await client.call_tool(
+            "schedules_create",
+            {
+                "name": "r",
+                "target": "reports",
+                "action": "daily",
+                "schedule": {"every": "1h"},
+                "lifetme": "1h",
+            },
+        )
+        listed = await client.call_tool("schedules_list", {"stat": "paused"})
+
+        assert typo.is_error
+        text = typo.content[0].text  # type: ignore[union-attr]
+        assert "schedules_create has no argument 'lifetme'; did you mean 'lifetime'?" in text
+        assert "[invalid, field lifetme]" in text
+        assert listed.is_error and "did you mean 'state'?" in listed.content[0].text  # type: ignore[union-attr]
+        assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
+
+    as_source(app, "agent", session)
+
+
+def test_refusals_speak_of_tools_not_cli_verbs(app: App) -> None:
+    async def session(client: Client) -> None:
+        unknown = await client.call_tool(
+            "schedules_create", {"name": "r", "target": "nope", "action": "x", "schedule": {"every": "1h"}}
+        )
+        unnamed = await client.call_tool("schedules_get", {})
+        missing = await client.call_tool("schedules_get", {"name": "ghost"})
+
+        assert "schedules_targets" in unknown.content[0].text  # type: ignore[union-attr]
+        assert "cronwright" not in unknown.content[0].text  # type: ignore[union-attr]
+        assert "'name' or its 'job_id'" in unnamed.content[0].text  # type: ignore[union-attr]
+        assert "schedules_list shows" in missing.content[0].text  # type: ignore[union-attr]
+
+    as_source(app, "agent", session)
+
+
+def test_a_reply_is_structured_content_with_a_one_line_summary(app: App) -> None:
+    async def session(client: Client) -> None:
+        created = await client.call_tool(
+            "schedules_create",
+            {"name": "standup", "target": "reports", "action": "daily", "schedule": {"every": "1h"}},
+        )
+        short = await client.call_tool("schedules_list", {})
+        whole = await client.call_tool("schedules_list", {"verbose": True})
+
+        text = created.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("'standup' (reports.daily): active, next run 2026-03-02T10:00:00+01:00")
+        assert "\n" not in text and "{" not in text
+        row = (short.structured_content or {})["jobs"][0]
+        assert set(row) == {"id", "name", "target", "action", "schedule", "state", "next_run_at", "ends_at",
+                            "last_outcome"}  # fmt: skip
+        assert short.content[0].text == "1 schedules: standup"  # type: ignore[union-attr]
+        assert (whole.structured_content or {})["jobs"][0]["retry_backoff_ms"] == 1000
+
+    as_source(app, "agent", session)

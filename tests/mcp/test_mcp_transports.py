@@ -48,7 +48,9 @@ async def create_list_pause_delete(client: Client, target: str, action: str) -> 
     assert not deleted.is_error
     refused = await client.call_tool("schedules_create", {"name": "x", "target": "nope", "action": "no"})
     assert refused.is_error
-    assert "may not schedule nope.no [target_not_allowed]" in refused.content[0].text  # type: ignore[union-attr]
+    assert "may not schedule nope.no; schedules_targets lists what it may [target_not_allowed]" in (
+        refused.content[0].text  # type: ignore[union-attr]
+    )
 
 
 def test_mcp_over_http_acts_as_the_tokens_source(live: Live) -> None:

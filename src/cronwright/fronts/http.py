@@ -271,7 +271,8 @@ def _json(reply: Reply) -> JSONResponse:
 
 def _number(text: str) -> int | str:
     """A query parameter that must be a whole number; anything else goes on, to be refused by name."""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else text
+    # Any length the model can bound: past 2**62 it is refused as out of range, not as "not a number".
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 40 else text
 
 
 async def _read_capped(request: Request, limit: int) -> bytes | None:
@@ -290,8 +291,15 @@ async def _read_capped(request: Request, limit: int) -> bytes | None:
 async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     code = "not_found" if error.status_code == 404 else "invalid"
-    message = f"no route {request.method} {request.url.path}; /openapi.json lists the routes"
-    return JSONResponse({"ok": False, "error": code, "message": message}, status_code=error.status_code)
+    headers = dict(error.headers or {})
+    if error.status_code == 405 and "Allow" in headers:
+        message = f"{request.method} is not served at {request.url.path}; it serves {headers['Allow']}"
+    else:
+        message = f"no route {request.method} {request.url.path}; /openapi.json lists the routes"
+    # A 405 keeps Starlette's Allow header: the methods the route does serve.
+    return JSONResponse(
+        {"ok": False, "error": code, "message": message}, status_code=error.status_code, headers=headers
+    )
 
 
 async def _crash(request: Request, error: Exception) -> Response:

@@ -1,23 +1,34 @@
 """The MCP server: the protocol as tools an agent can call, on the official `mcp` SDK.
 
-Each tool mirrors one protocol action, with a job's fields as flat arguments, and answers with the
-protocol's reply as structured content. A refusal is a tool error (`isError`) whose text is the
-protocol's message, which says what to fix. Who is asking decides what the tools may see and do: over
-stdio, the source given to `cronwright mcp`; over HTTP, the source the bearer token picked.
+Each tool mirrors one protocol action, with a job's fields as flat arguments. Its input and output
+schemas are generated from the protocol's models (`cronwright.declare`): every argument is described, and
+an argument the tool does not know is a tool error naming it (and the one meant). A reply is the
+protocol's, as structured content, with a one-line summary as its text. A refusal is a tool error
+(`isError`) whose text is the protocol's message in the tools' terms, which says what to fix. Who is
+asking decides what the tools may see and do: over stdio, the source given to `cronwright mcp`; over
+HTTP, the source the bearer token picked.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
+from cronwright.declare import replies
+from cronwright.declare.refusals import refusal
+from cronwright.declare.requests import Changes, Get, History, JobSpec, ListJobs, Model, Preview, Request
+from cronwright.declare.types import Flag, whole
 from cronwright.node import Node
 from cronwright.protocol import Protocol
 from cronwright.sources import Source
@@ -37,108 +48,206 @@ and schedules_preview to check a cron expression before creating a schedule. Eve
 lifetime and ends by itself; only an update with a new lifetime renews it. You see and change only the \
 schedules you created."""
 
-# --- argument types: every argument carries its description into the tool's input schema ---------------
-
 # An agent reads every row it lists into its context: pages keep that bounded.
 MCP_LIST_PAGE = 100
 
-Name = Annotated[
-    StrictStr | None,
-    Field(description="The schedule's name (as in schedules_list). Give this or job_id."),
-]
-JobId = Annotated[
-    StrictInt | None,
-    Field(description="The schedule's numeric id, instead of its name. Give this or name."),
-]
-ScheduleArg = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description=(
-            'When it fires, exactly one of: {"cron": "0 7 * * MON-FRI", "tz": "Europe/Berlin"} (5 fields, '
-            "6 with seconds, or @hourly/@daily/@weekly/@monthly/@yearly; tz defaults to the node zone), "
-            '{"every": "15m"} (a fixed period: 90s, 15m, 12h, 1d, PT15M), {"every_ms": 900000}, or '
-            '{"at": "2026-12-01T09:00:00+01:00"} (once). Give this or run_at.'
+# Each protocol action as a tool names it: refusal messages name actions in backquotes (`list`).
+TOOL_OF = {
+    "create_job": "schedules_create",
+    "list": "schedules_list",
+    "get": "schedules_get",
+    "update": "schedules_update",
+    "delete": "schedules_delete",
+    "pause": "schedules_pause",
+    "resume": "schedules_resume",
+    "run_now": "schedules_run_now",
+    "history": "schedules_history",
+    "preview": "schedules_preview",
+    "targets": "schedules_targets",
+}
+_READS = {"list", "get", "history", "preview", "targets"}
+
+
+# --- the tools' arguments, from the protocol's models -----------------------------------------------------
+
+
+def _fields(model: type[BaseModel], *skip: str, **rename: str) -> dict[str, Any]:
+    """`model`'s fields as `create_model` takes them, less `skip`, with the names `rename` gives. A
+    request's own `action` and `request_id` are the tool's to give (a job's `action` is an argument)."""
+    if issubclass(model, Request):
+        skip = ("action", "request_id", *skip)
+    return {
+        rename.get(name, name): (field.annotation, _copy(field))
+        for name, field in model.model_fields.items()
+        if name not in skip
+    }
+
+
+def _copy(field: FieldInfo) -> FieldInfo:
+    return FieldInfo.merge_field_infos(field)
+
+
+def _arguments(tool: str, **fields: Any) -> type[Model]:
+    model: type[Model] = create_model(tool, __base__=Model, **fields)
+    return model
+
+
+LIST_ARGUMENTS = _arguments(
+    "schedules_list",
+    **_fields(ListJobs, "limit"),
+    limit=(
+        Annotated[int, whole(1, 1000)],
+        Field(MCP_LIST_PAGE, description=f"At most this many schedules (default {MCP_LIST_PAGE})."),
+    ),
+    verbose=(
+        Flag,
+        Field(
+            False,
+            description="Whole rows (args, policies, counters, origin, ...) instead of the short ones that "
+            "tell the schedules apart.",
         ),
-        json_schema_extra={
-            "examples": [{"cron": "0 7 * * MON-FRI", "tz": "Europe/Berlin"}, {"every": "15m"}],
-        },
     ),
-]
-RunAt = Annotated[
-    StrictStr | None,
-    Field(
-        description="Shorthand for a one-shot schedule: the ISO-8601 instant to fire at, with its offset, "
-        "e.g. 2026-12-01T09:00:00+01:00. Give this or schedule."
-    ),
-]
-Args = Annotated[
-    dict[str, Any] | None,
-    Field(
-        description="The action's arguments, a JSON object matching the action's args_schema "
-        "(see schedules_targets). Default {}. It may not hold a 'cron' key."
-    ),
-]
-Lifetime = Annotated[
-    StrictStr | None,
-    Field(
-        description="How long the schedule lives: a duration ('30d', '12h', 'P30D') from now, or an end "
-        "instant ('2026-06-30T00:00:00+02:00'). Default and ceiling: your max_lifetime. It never fires "
-        "at or after its end."
-    ),
-]
-Misfire = Annotated[
-    StrictStr | None,
-    Field(
-        description="What to do with occurrences missed while the node was down or busy: 'skip' "
-        "(default: run none of them) or 'coalesce' (run one catch-up for the latest)."
-    ),
-]
-MaxAttempts = Annotated[
-    StrictInt | None,
-    Field(description="Attempts per occurrence, retries included, 1-100 (default 1: no retry)."),
-]
-RetryBackoff = Annotated[
-    StrictInt | None,
-    Field(description="Milliseconds before the first retry; it doubles at each retry (default 1000)."),
-]
-Breaker = Annotated[
-    StrictInt | None,
-    Field(description="Failed occurrences in a row that pause the schedule (default 3; 0 never pauses)."),
-]
+)
 
 
-# --- the server ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its arguments, the protocol request they make, and the reply's shape."""
 
+    name: str
+    title: str
+    description: str
+    hints: ToolAnnotations
+    arguments: type[Model]
+    action: str
+    reply: type[BaseModel]
 
-def build_server(protocol: Protocol, source_of: SourceOf, on_change: OnChange | None = None) -> MCPServer:
-    """An MCP server whose tools call `protocol` as the source `source_of` picks for each call."""
-    server = MCPServer("cronwright", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
-    tools = _Tools(protocol, source_of, on_change)
-    read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    edit = _change(destructive=True, idempotent=True)  # replaces what was there
-    switch = _change(destructive=False, idempotent=True)  # reversible, and a second call changes nothing
-    run = _change(destructive=False, idempotent=False, world=True)  # the target may act on the world
-    for fn, title, hints in (
-        (tools.schedules_create, "Create a schedule", _change(destructive=False, idempotent=False)),
-        (tools.schedules_list, "List schedules", read),
-        (tools.schedules_get, "Show a schedule", read),
-        (tools.schedules_update, "Update a schedule", edit),
-        (tools.schedules_delete, "Delete a schedule", edit),
-        (tools.schedules_pause, "Pause a schedule", switch),
-        (tools.schedules_resume, "Resume a schedule", switch),
-        (tools.schedules_run_now, "Run a schedule now", run),
-        (tools.schedules_history, "Recent runs", read),
-        (tools.schedules_preview, "Preview a cron expression", read),
-        (tools.schedules_targets, "Allowed targets", read),
-    ):  # fmt: skip
-        server.add_tool(fn, title=title, annotations=hints.model_copy(update={"title": title}))
-    return server
+    def request(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        given = {key: value for key, value in arguments.items() if value is not None}
+        if self.action == "create_job":
+            return {"action": "create_job", "job": given}
+        if self.action == "update":
+            ref: dict[str, Any] = {key: given.pop(key) for key in ("name", "job_id") if key in given}
+            if "new_name" in given:
+                given["name"] = given.pop("new_name")
+            return {"action": "update", **ref, "changes": given}
+        given.pop("verbose", None)
+        return {"action": self.action, **given}
 
 
 def _change(destructive: bool, idempotent: bool, world: bool = False) -> ToolAnnotations:
     return ToolAnnotations(
         read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=world
     )
+
+
+def _specs() -> list[ToolSpec]:
+    read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    edit = _change(destructive=True, idempotent=True)  # replaces what was there
+    switch = _change(destructive=False, idempotent=True)  # reversible, and a second call changes nothing
+    run = _change(destructive=False, idempotent=False, world=True)  # the target may act on the world
+    by_job = _fields(Get)
+    job = replies.JobReply
+
+    def spec(name: str, title: str, hints: ToolAnnotations, arguments: type[Model], action: str,
+             reply: type[BaseModel], description: str) -> ToolSpec:  # fmt: skip
+        return ToolSpec(name, title, inspect.cleandoc(description), hints, arguments, action, reply)
+
+    return [
+        spec("schedules_create", "Create a schedule", _change(destructive=False, idempotent=False),
+             _arguments("schedules_create", **_fields(JobSpec)), "create_job", job, """
+             Create a schedule that runs one action of an allowlisted target, with fixed args, on a cron
+             expression, a fixed period or a single instant, until its lifetime ends. Call
+             schedules_targets for the targets you may use and schedules_preview to check an expression
+             first. Answers with the schedule as stored (next_run_at, ends_at, ...)."""),
+        spec("schedules_list", "List schedules", read, LIST_ARGUMENTS, "list", replies.ShortListReply, f"""
+             List your schedules, ordered by name: short rows (name, target, schedule, state, next run,
+             end, last outcome) unless verbose. One page of at most {MCP_LIST_PAGE} by default: when more
+             follow, the reply's next_after_name is the after_name of the next page."""),
+        spec("schedules_get", "Show a schedule", read, _arguments("schedules_get", **by_job), "get",
+             replies.GetReply, "Show one of your schedules, whole, and its ten most recent runs."),
+        spec("schedules_update", "Update a schedule", edit,
+             _arguments("schedules_update", **by_job, **_fields(Changes, name="new_name")), "update", job,
+             """
+             Change a schedule: its timing, args, lifetime, name (new_name) or policies (the target and
+             action never change). Arguments left out keep their values; a new schedule re-arms from now.
+             Without a lifetime the end stays where it is; a lifetime is read from now and renews an
+             expired schedule. Refused while the schedule runs."""),
+        spec("schedules_delete", "Delete a schedule", edit, _arguments("schedules_delete", **by_job),
+             "delete", job, """
+             Delete a schedule for good; answers with the row that went. A run in flight finishes and
+             reaches the history. To stop it for a while instead, use schedules_pause."""),
+        spec("schedules_pause", "Pause a schedule", switch, _arguments("schedules_pause", **by_job), "pause",
+             job, "Pause an active schedule: it fires nothing until schedules_resume. Its lifetime runs on."),
+        spec("schedules_resume", "Resume a schedule", switch, _arguments("schedules_resume", **by_job),
+             "resume", job,
+             "Resume a paused schedule; its misfire policy decides what happens to what it missed."),
+        spec("schedules_run_now", "Run a schedule now", run, _arguments("schedules_run_now", **by_job),
+             "run_now", job, """
+             Start one run of an active schedule now, besides its timetable; the run's outcome shows in
+             schedules_get and schedules_history once it ends. Refused while it already runs."""),
+        spec("schedules_history", "Recent runs", read, _arguments("schedules_history", **_fields(History)),
+             "history", replies.HistoryReply, """
+             Recent runs, newest first, of one schedule or of all of yours: outcome, message and timing of
+             each attempt."""),
+        spec("schedules_preview", "Preview a cron expression", read,
+             _arguments("schedules_preview", **_fields(Preview)), "preview", replies.PreviewReply, """
+             Check a cron expression before using it: its normalized form, a plain-words explanation, and
+             its next firings in the zone. An expression that can never fire is refused, saying why."""),
+        spec("schedules_targets", "Allowed targets", read, _arguments("schedules_targets"), "targets",
+             replies.TargetsReply,
+             "The targets and actions you may schedule, with the JSON schema of each action's args."),
+    ]  # fmt: skip
+
+
+# --- the server ---------------------------------------------------------------------------------------
+
+
+class _Arguments(ArgModelBase):
+    """Hands the tool its arguments as they came: the tool validates them with its own model, so that a
+    refusal says what to fix in the protocol's words (the SDK's would be pydantic's), and nothing is
+    parsed out of a string (the SDK would read '[1]' as a list)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.__pydantic_extra__ or {})}
+
+
+def build_server(protocol: Protocol, source_of: SourceOf, on_change: OnChange | None = None) -> MCPServer:
+    """An MCP server whose tools call `protocol` as the source `source_of` picks for each call."""
+    tools = [_tool(spec, _Call(spec, protocol, source_of, on_change)) for spec in _specs()]
+    return MCPServer(
+        "cronwright", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING", tools=tools
+    )
+
+
+def input_schema(spec: ToolSpec) -> dict[str, Any]:
+    schema = spec.arguments.model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    return schema
+
+
+def _tool(spec: ToolSpec, call: _Call) -> Tool:
+    return Tool(
+        fn=call,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=input_schema(spec),
+        fn_metadata=FuncMetadata(
+            arg_model=_Arguments, output_schema=spec.reply.model_json_schema(mode="serialization")
+        ),
+        is_async=False,
+        context_kwarg="ctx",
+        annotations=spec.hints.model_copy(update={"title": spec.title}),
+    )
+
+
+def tool_specs() -> dict[str, ToolSpec]:
+    """Every tool, by name."""
+    return {spec.name: spec for spec in _specs()}
 
 
 def _version() -> str:
@@ -150,193 +259,101 @@ def _version() -> str:
         return "0"
 
 
+def in_tool_terms(message: str) -> str:
+    """A protocol message with the actions it names (`list`) named as the tools are (schedules_list)."""
+    for action, tool in TOOL_OF.items():
+        message = message.replace(f"`{action}`", tool)
+    return message
+
+
 def refusal_text(reply: Reply) -> str:
     """The text of a tool error: the protocol's message (which says what to fix), then its code."""
     where = f", field {reply['field']}" if reply.get("field") else ""
     state = f", state {reply['state']}" if reply.get("state") else ""
-    return f"{reply.get('message', 'refused')} [{reply.get('error', 'invalid')}{where}{state}]"
+    message = in_tool_terms(str(reply.get("message", "refused")))
+    return f"{message} [{reply.get('error', 'invalid')}{where}{state}]"
 
 
-def _given(**values: Any) -> dict[str, Any]:
-    return {key: value for key, value in values.items() if value is not None}
+class _Call:
+    """One tool's body: validate its arguments, send the protocol request, and answer."""
 
-
-class _Tools:
-    """The tools. Each docstring is the description an agent reads, so it says when to use the tool."""
-
-    def __init__(self, protocol: Protocol, source_of: SourceOf, on_change: OnChange | None) -> None:
+    def __init__(self, spec: ToolSpec, protocol: Protocol, source_of: SourceOf, on_change: OnChange | None):
+        self._spec = spec
         self._protocol = protocol
         self._source_of = source_of
         self._on_change = on_change
 
-    def _call(self, ctx: Context, request: dict[str, Any]) -> Reply:
+    def __call__(self, ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         source = self._source_of(ctx.request_context.request)
         if source is None:
-            raise ToolError("not authorized")
-        reply = self._protocol.dispatch(request, source)
+            return _error("not authorized")
+        try:
+            given = self._spec.arguments.model_validate(arguments)
+        except ValidationError as error:
+            refused = refusal(error, self._spec.arguments, self._spec.name, noun="argument")
+            return _error(refusal_text(refused.reply()))
+        values = given.model_dump()
+        reply = self._protocol.dispatch(self._spec.request(values), source)
         if not reply.get("ok"):
-            raise ToolError(refusal_text(reply))
-        if self._on_change is not None and request["action"] not in _READS:
-            self._on_change(str(request["action"]))
-        return reply
-
-    def schedules_create(
-        self,
-        ctx: Context,
-        name: Annotated[
-            StrictStr, Field(description="A unique name: 1-100 letters, digits, '.', '_' or '-'.")
-        ],
-        target: Annotated[
-            StrictStr, Field(description="The allowlisted target to run (see schedules_targets).")
-        ],
-        action: Annotated[
-            StrictStr, Field(description="The target's action to run (see schedules_targets).")
-        ],
-        schedule: ScheduleArg = None,
-        run_at: RunAt = None,
-        args: Args = None,
-        lifetime: Lifetime = None,
-        misfire: Misfire = None,
-        max_attempts: MaxAttempts = None,
-        retry_backoff_ms: RetryBackoff = None,
-        breaker_threshold: Breaker = None,
-        dedupe_key: Annotated[
-            StrictStr | None,
-            Field(
-                description="An idempotency key: while a schedule you created with this key lives, creating "
-                "again returns it (deduped: true) instead of a second one."
-            ),
-        ] = None,
-        once: Annotated[
-            StrictBool | None,
-            Field(description="With dedupe_key: at most once ever for that key, even after it ended."),
-        ] = None,
-    ) -> Reply:
-        """Create a schedule that runs one action of an allowlisted target, with fixed args, on a cron
-        expression, a fixed period or a single instant, until its lifetime ends. Check the expression
-        with schedules_preview first. Answers with the schedule as stored (next_run_at, ends_at, ...)."""
-        job = _given(
-            name=name, target=target, action=action, schedule=schedule, run_at=run_at, args=args,
-            lifetime=lifetime, misfire=misfire, max_attempts=max_attempts, retry_backoff_ms=retry_backoff_ms,
-            breaker_threshold=breaker_threshold, dedupe_key=dedupe_key, once=once,
-        )  # fmt: skip
-        return self._call(ctx, {"action": "create_job", "job": job})
-
-    def schedules_list(
-        self,
-        ctx: Context,
-        state: Annotated[
-            StrictStr | None,
-            Field(
-                description="Only schedules in this state: active, paused, running, expired, done or failed."
-            ),
-        ] = None,
-        target: Annotated[StrictStr | None, Field(description="Only schedules of this target.")] = None,
-        limit: Annotated[
-            StrictInt, Field(description=f"At most this many schedules, 1-1000 (default {MCP_LIST_PAGE}).")
-        ] = MCP_LIST_PAGE,
-        after_name: Annotated[
-            StrictStr | None,
-            Field(
-                description="Only schedules whose name sorts after this one: the next_after_name of a page."
-            ),
-        ] = None,
-    ) -> Reply:
-        """List your schedules, ordered by name, with their state, next run, last run and end. One page at
-        a time: when more follow, the reply's next_after_name is the after_name of the next page."""
-        request = _given(state=state, target=target, limit=limit, after_name=after_name)
-        return self._call(ctx, {"action": "list", **request})
-
-    def schedules_get(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
-        """Show one of your schedules and its ten most recent runs."""
-        return self._call(ctx, {"action": "get", **_given(name=name, job_id=job_id)})
-
-    def schedules_update(
-        self,
-        ctx: Context,
-        name: Name = None,
-        job_id: JobId = None,
-        new_name: Annotated[StrictStr | None, Field(description="Rename the schedule to this.")] = None,
-        schedule: ScheduleArg = None,
-        run_at: RunAt = None,
-        args: Args = None,
-        lifetime: Lifetime = None,
-        misfire: Misfire = None,
-        max_attempts: MaxAttempts = None,
-        retry_backoff_ms: RetryBackoff = None,
-        breaker_threshold: Breaker = None,
-    ) -> Reply:
-        """Change a schedule: its timing, args, lifetime, name or policies (the target and action never
-        change). Fields left out keep their values; a new schedule re-arms from now. Without a lifetime
-        the end stays where it is; a lifetime is read from now and renews an expired schedule. Refused
-        while the schedule runs."""
-        changes = _given(
-            name=new_name, schedule=schedule, run_at=run_at, args=args, lifetime=lifetime, misfire=misfire,
-            max_attempts=max_attempts, retry_backoff_ms=retry_backoff_ms, breaker_threshold=breaker_threshold,
-        )  # fmt: skip
-        return self._call(ctx, {"action": "update", **_given(name=name, job_id=job_id), "changes": changes})
-
-    def schedules_delete(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
-        """Delete a schedule for good; answers with the row that went. A run in flight finishes and
-        reaches the history. To stop it for a while instead, use schedules_pause."""
-        return self._call(ctx, {"action": "delete", **_given(name=name, job_id=job_id)})
-
-    def schedules_pause(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
-        """Pause an active schedule: it fires nothing until schedules_resume. Its lifetime still runs."""
-        return self._call(ctx, {"action": "pause", **_given(name=name, job_id=job_id)})
-
-    def schedules_resume(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
-        """Resume a paused schedule; its misfire policy decides what happens to what it missed."""
-        return self._call(ctx, {"action": "resume", **_given(name=name, job_id=job_id)})
-
-    def schedules_run_now(self, ctx: Context, name: Name = None, job_id: JobId = None) -> Reply:
-        """Start one run of an active schedule now, besides its timetable; the run's outcome shows in
-        schedules_get and schedules_history once it ends. Refused while it already runs."""
-        return self._call(ctx, {"action": "run_now", **_given(name=name, job_id=job_id)})
-
-    def schedules_history(
-        self,
-        ctx: Context,
-        name: Name = None,
-        job_id: JobId = None,
-        limit: Annotated[
-            StrictInt | None, Field(description="At most this many runs, 1-1000 (default 20).")
-        ] = None,
-    ) -> Reply:
-        """Recent runs, newest first, of one schedule or of all of yours: outcome, message and timing of
-        each attempt."""
-        return self._call(ctx, {"action": "history", **_given(name=name, job_id=job_id, limit=limit)})
-
-    def schedules_preview(
-        self,
-        ctx: Context,
-        expression: Annotated[
-            StrictStr,
-            Field(description="A cron expression: 5 fields (6 with seconds), or @hourly, @daily, ..."),
-        ],
-        tz: Annotated[
-            StrictStr | None,
-            Field(description="The IANA zone to read it in, e.g. Europe/Berlin (default: the node zone)."),
-        ] = None,
-        after: Annotated[
-            StrictStr | None,
-            Field(description="List firings after this ISO-8601 instant (default: now)."),
-        ] = None,
-        count: Annotated[
-            StrictInt | None, Field(description="How many firings to list, 1-1000 (default 5).")
-        ] = None,
-    ) -> Reply:
-        """Check a cron expression before using it: its normalized form, a plain-words explanation,
-        and its next firings in the zone. An expression that can never fire is refused, saying why."""
-        request = {"action": "preview", "expression": expression, **_given(tz=tz, after=after, count=count)}
-        return self._call(ctx, request)
-
-    def schedules_targets(self, ctx: Context) -> Reply:
-        """The targets and actions you may schedule, with the JSON schema of each action's args."""
-        return self._call(ctx, {"action": "targets"})
+            return _error(refusal_text(reply))
+        if self._on_change is not None and self._spec.action not in _READS:
+            self._on_change(self._spec.action)
+        if self._spec.action == "list" and not values.get("verbose"):
+            reply = {**reply, "jobs": [lean(row) for row in reply["jobs"]]}
+        return CallToolResult(
+            content=[TextContent(type="text", text=summary(self._spec.action, reply))],
+            structured_content=reply,
+        )
 
 
-_READS = {"list", "get", "history", "preview", "targets"}
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def lean(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A job row cut to what tells schedules apart (schedules_list without verbose)."""
+    last = row.get("last_run")
+    short = {key: row[key] for key in replies.LEAN_FIELDS if key in row}
+    short["last_outcome"] = last["outcome"] if last else None
+    return short
+
+
+def summary(action: str, reply: Mapping[str, Any]) -> str:
+    """One line saying what the reply holds; the reply itself is the structured content."""
+    if "job" in reply:
+        job = reply["job"]
+        said = (
+            f"'{job['name']}' ({job['target']}.{job['action']}): {job['state']}, next run "
+            f"{job.get('next_run_at') or 'none'}, ends {job['ends_at']}"
+        )
+        if reply.get("deduped"):
+            said += "; the schedule of this dedupe_key, which was there already"
+        if "runs" in reply:
+            said += f"; {len(reply['runs'])} recent runs"
+        return said
+    if action == "list":
+        names = [row["name"] for row in reply["jobs"]]
+        listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+        more = (
+            f"; more follow after_name {reply['next_after_name']!r}" if reply.get("next_after_name") else ""
+        )
+        return f"{len(names)} schedules" + (f": {listed}" if names else "") + more
+    if action == "history":
+        runs = reply["runs"]
+        newest = (
+            f"; newest: {runs[0]['schedule']} {runs[0]['outcome']} at {runs[0]['finished_at']}"
+            if runs
+            else ""
+        )
+        return f"{len(runs)} runs{newest}"
+    if action == "preview":
+        firings = ", ".join(reply["firings"][:3])
+        return f"{reply['expression']} ({reply['explanation']}, {reply['tz']}): next {firings}"
+    if action == "targets":
+        return f"{len(reply['targets'])} targets: " + "; ".join(
+            f"{t['target']} ({', '.join(a['action'] for a in t['actions'])})" for t in reply["targets"]
+        )
+    return "done"
 
 
 # --- stdio ----------------------------------------------------------------------------------------------

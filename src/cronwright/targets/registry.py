@@ -87,7 +87,7 @@ class Registry:
         if name not in self._targets:
             known = ", ".join(sorted(self._targets)) or "none are configured"
             raise TargetNotAllowed(
-                f"target {name!r} is not allowed: it is not in [targets] ({known}); see `cronwright targets`"
+                f"target {name!r} is not allowed: it is not in [targets] ({known}); see `targets`"
             )
         if name in self._python:
             self._refresh(name)
@@ -100,7 +100,7 @@ class Registry:
             known = ", ".join(sorted(spec.actions)) or "none"
             raise TargetNotAllowed(
                 f"{target}.{action} is not allowed: target {target!r} has no action {action!r} "
-                f"(its actions: {known}); see `cronwright targets`"
+                f"(its actions: {known}); see `targets`"
             )
         return found
 

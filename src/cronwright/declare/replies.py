@@ -1,0 +1,252 @@
+"""Every protocol reply, declared once: the rows (a job, a run) and each action's reply.
+
+The service builds its replies as plain JSON values (`cronwright.rows`); these models say their shape, for
+`/openapi.json`, the MCP tools' output schemas and the Python client. A test checks real replies
+against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cronwright import model
+from cronwright.declare.requests import STATES
+
+ISO = "ISO-8601 with its offset, in the node zone, to the second."
+# The value sets are the model's own enums (StrEnum: each compares equal to its string).
+Outcome = model.Outcome
+State = model.State
+Persistence = model.Persistence
+
+
+assert {state.value for state in State} == set(STATES)
+
+
+class Row(BaseModel):
+    """A shape the server answers with. Fields may be added to a reply in a later version."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ScheduleRow(Row):
+    """The schedule as stored: {cron, tz}, {every, every_ms} or {at}."""
+
+    cron: str | None = None
+    tz: str | None = None
+    every: str | None = None
+    every_ms: int | None = None
+    at: str | None = Field(None, description=ISO)
+
+
+class LastRun(Row):
+    fire_id: str
+    fired_at: str = Field(description=ISO)
+    attempt: int
+    outcome: Outcome
+    message: str
+    took_ms: int
+
+
+class Skipped(Row):
+    overlap: int
+    misfire: int
+
+
+class JobRow(Row):
+    """A schedule as the protocol shows it."""
+
+    id: int
+    name: str
+    target: str
+    action: str = Field(description="The target's action it runs.")
+    args: dict[str, Any]
+    kind: Literal["cron", "every", "at"]
+    schedule: ScheduleRow
+    state: State
+    paused_by: model.PausedBy | None
+    next_run_at: str | None = Field(description=ISO)
+    schedule_error: str | None = Field(None, description="Why a stored schedule cannot be read.")
+    ends_at: str = Field(description=ISO)
+    last_run: LastRun | None
+    consecutive_failures: int
+    skipped: Skipped
+    misfire: model.Misfire
+    max_attempts: int
+    retry_backoff_ms: int
+    breaker_threshold: int
+    dedupe_key: str | None
+    once: bool
+    origin: dict[str, str | int | float | bool | None]
+    created_by: str = Field(description="The source that created it.")
+    created_at: str = Field(description=ISO)
+    updated_at: str = Field(description=ISO)
+
+
+class Unreadable(Row):
+    id: int
+    error: str
+
+
+class LeanJobRow(Row):
+    """A schedule in a short list (MCP's schedules_list without verbose): what tells one from another."""
+
+    id: int
+    name: str
+    target: str
+    action: str
+    schedule: ScheduleRow
+    state: State
+    next_run_at: str | None = Field(description=ISO)
+    ends_at: str = Field(description=ISO)
+    last_outcome: Outcome | None = Field(description="The outcome of its last run, if any.")
+
+
+LEAN_FIELDS = tuple(LeanJobRow.model_fields)
+
+
+class RunRow(Row):
+    """One attempt, as the history keeps it."""
+
+    id: int | None = Field(description="The run's id, what `before` pages on (null until it is written).")
+    job_id: int
+    schedule: str = Field(description="The schedule's name.")
+    fire_id: str = Field(description="The occurrence's id, the same for each of its attempts.")
+    attempt: int
+    scheduled_for: str = Field(description=ISO)
+    started_at: str = Field(description=ISO)
+    finished_at: str = Field(description=ISO)
+    outcome: Outcome
+    message: str
+    took_ms: int
+    node: str
+    output: str = Field(description="What the run printed (its tail).")
+
+
+class Reply(Row):
+    ok: Literal[True]
+    request_id: str | None = Field(None, description="The request's request_id, echoed.")
+
+
+class JobReply(Reply):
+    """A schedule that was made, changed or removed (create_job, update, pause, resume, run_now, delete)."""
+
+    # A deleted row that could not be read shows as `unreadable` lists it.
+    job: JobRow | Unreadable
+    persistence: Persistence | None = Field(None, description="How durably the change was stored.")
+    deduped: bool | None = Field(None, description="True when a create found the schedule of its dedupe_key.")
+
+
+class GetReply(Reply):
+    job: JobRow
+    runs: list[RunRow] = Field(description="Its most recent runs, newest first.")
+
+
+class ListReply(Reply):
+    jobs: list[JobRow] = Field(description="Ordered by name.")
+    next_after_name: str | None = Field(
+        None, description="Where more follow: the after_name of the next page."
+    )
+    unreadable: list[Unreadable] | None = Field(None, description="Rows that cannot be read (operator only).")
+
+
+class ShortListReply(Reply):
+    """A list whose rows are short unless asked for whole (MCP's schedules_list)."""
+
+    jobs: list[LeanJobRow | JobRow] = Field(description="Ordered by name.")
+    next_after_name: str | None = Field(
+        None, description="Where more follow: the after_name of the next page."
+    )
+
+
+class HistoryReply(Reply):
+    runs: list[RunRow] = Field(description="Newest first.")
+    next_before: int | None = Field(None, description="Where older runs follow: the before of the next page.")
+
+
+class TickReply(Reply):
+    fired: int
+    fire_ids: list[str]
+    skipped: int
+
+
+class Peer(Row):
+    node: str
+    last_beat: str = Field(description=ISO)
+
+
+class NodeRow(Row):
+    id: str
+    now: str = Field(description=ISO)
+    zone: str
+    store: str
+    persistence: Persistence
+    store_state: str
+    peers: list[Peer]
+    unreadable: list[Unreadable]
+
+
+class StatusReply(Reply):
+    node: NodeRow
+    counts: dict[str, int] = Field(description="Schedules by state (for a source: its own).")
+    running: int = Field(description="Attempts running on this node now.")
+
+
+class PreviewReply(Reply):
+    expression: str = Field(description="The expression, normalized.")
+    explanation: str
+    tz: str
+    firings: list[str] = Field(description="The next firings, ISO-8601 in tz.")
+
+
+class TargetAction(Row):
+    action: str
+    args_schema: dict[str, Any] = Field(description="The JSON Schema its args must meet.")
+
+
+class TargetRow(Row):
+    target: str
+    actions: list[TargetAction]
+
+
+class TargetsReply(Reply):
+    targets: list[TargetRow]
+
+
+class InterfaceEntry(Row):
+    action: str
+    example: dict[str, Any]
+
+
+class InterfaceReply(Reply):
+    actions: list[InterfaceEntry]
+
+
+class Refused(Row):
+    """A refusal: nothing changed. `message` says what was wrong and how to fix it."""
+
+    ok: Literal[False]
+    error: str = Field(description="The refusal's code.")
+    message: str
+    field: str | None = Field(None, description="The field that was wrong (for invalid).")
+    state: str | None = Field(None, description="The schedule's state (for the job_* codes).")
+    request_id: str | None = None
+
+
+REPLIES: dict[str, type[Reply]] = {
+    "create_job": JobReply,
+    "update": JobReply,
+    "get": GetReply,
+    "list": ListReply,
+    "pause": JobReply,
+    "resume": JobReply,
+    "run_now": JobReply,
+    "delete": JobReply,
+    "history": HistoryReply,
+    "tick": TickReply,
+    "status": StatusReply,
+    "preview": PreviewReply,
+    "targets": TargetsReply,
+    "interface": InterfaceReply,
+}

@@ -1,0 +1,462 @@
+"""Every protocol request, declared once: one model per action, and `Request`, their union on `action`.
+
+The models say the shape of a request: which fields, of which types and ranges, and that there are no
+others. What a value means (a cron expression that can fire, a zone that exists, a lifetime within the
+ceiling, a quota) is the service's to check. The protocol validates each request with these models before
+the service sees it; `/openapi.json`, the MCP tools' schemas and the Python client are made from them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
+
+from cronwright.declare.types import Flag, Labels, Name, Object, choice, text, whole
+
+STATES = ("active", "paused", "running", "expired", "done", "failed")
+LIST_PAGE_MAX = 1000
+
+Text = Annotated[str, text()]
+Zone = Annotated[str, text(64, examples=["Europe/Berlin"])]
+Instant = Annotated[str, text(64, examples=["2026-12-01T09:00:00+01:00"])]
+Id = Annotated[int, whole(1, 2**62)]
+Count = Annotated[int, whole(1, 1000)]
+StateName = Annotated[str, choice(*STATES)]
+
+
+class Model(BaseModel):
+    """Strict, closed: a field of the wrong type is refused, never coerced, and an unknown field too."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --- schedules ------------------------------------------------------------------------------------------
+
+
+class CronSpec(Model):
+    """Fires on a cron expression, read in a zone."""
+
+    cron: Annotated[
+        Text,
+        Field(
+            description="5 fields (minute hour day month weekday), 6 with seconds first, or a macro: "
+            "@hourly, @daily, @weekly, @monthly, @yearly.",
+            examples=["0 7 * * MON-FRI"],
+        ),
+    ]
+    tz: Annotated[Zone | None, Field(description="The IANA zone to read it in (default: the node zone).")] = (
+        None
+    )
+
+
+class EverySpec(Model):
+    """Fires at a fixed period."""
+
+    every: Annotated[
+        Text, Field(description="The period: 90s, 15m, 12h, 1d, or ISO-8601 such as PT15M.", examples=["15m"])
+    ]
+
+
+class EveryMsSpec(Model):
+    """Fires at a fixed period, in milliseconds."""
+
+    every_ms: Annotated[Annotated[int, whole(1, 10**12)], Field(description="The period in milliseconds.")]
+
+
+class AtSpec(Model):
+    """Fires once."""
+
+    at: Annotated[Instant, Field(description="The instant, ISO-8601 with its offset.")]
+
+
+class ZoneSpec(Model):
+    """In an update only: the cron job's expression, read in another zone from now on."""
+
+    tz: Annotated[Zone, Field(description="The IANA zone to read the job's cron expression in.")]
+
+
+SCHEDULE_KINDS = ("cron", "every", "every_ms", "at")
+# The tags of the schedule unions: a kind, or (in an update) "tz" for a zone alone.
+SCHEDULE_TAGS = (*SCHEDULE_KINDS, "tz")
+
+
+def _schedule_kind(value: Any) -> str | None:
+    """The kind of schedule an object is: the one kind key it holds (None when not exactly one)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(exclude_unset=True)
+    if not isinstance(value, dict):
+        return None
+    kinds = [kind for kind in SCHEDULE_KINDS if kind in value]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _change_kind(value: Any) -> str | None:
+    """As `_schedule_kind`, and "tz" for an object that holds only a zone."""
+    if isinstance(value, BaseModel):  # when a validated request is dumped
+        value = value.model_dump(exclude_unset=True)
+    if isinstance(value, dict) and list(value) == ["tz"]:
+        return "tz"
+    return _schedule_kind(value)
+
+
+ScheduleKind = Annotated[
+    Annotated[CronSpec, Tag("cron")]
+    | Annotated[EverySpec, Tag("every")]
+    | Annotated[EveryMsSpec, Tag("every_ms")]
+    | Annotated[AtSpec, Tag("at")],
+    Discriminator(
+        _schedule_kind,
+        custom_error_type="schedule_kind",
+        custom_error_message="needs exactly one of 'cron', 'every', 'every_ms' or 'at', such as {\"cron\": "
+        '"0 3 * * *"}, {"every": "5m"} or {"at": "2026-12-01T09:00:00+01:00"}',
+    ),
+]
+ChangeKind = Annotated[
+    Annotated[CronSpec, Tag("cron")]
+    | Annotated[EverySpec, Tag("every")]
+    | Annotated[EveryMsSpec, Tag("every_ms")]
+    | Annotated[AtSpec, Tag("at")]
+    | Annotated[ZoneSpec, Tag("tz")],
+    Discriminator(
+        _change_kind,
+        custom_error_type="schedule_kind",
+        custom_error_message="needs exactly one of 'cron', 'every', 'every_ms' or 'at', such as {\"cron\": "
+        '"0 3 * * *"}, {"every": "5m"} or {"at": "2026-12-01T09:00:00+01:00"}',
+    ),
+]
+Schedule = Annotated[
+    ScheduleKind | None,
+    Field(
+        description='When it fires, exactly one of: {"cron": EXPR, "tz"?: ZONE}, {"every": "15m"}, '
+        '{"every_ms": 900000} or {"at": ISO}.',
+        examples=[{"cron": "0 7 * * MON-FRI", "tz": "Europe/Berlin"}, {"every": "15m"}],
+    ),
+]
+
+ChangeSchedule = Annotated[
+    ChangeKind | None,
+    Field(
+        description='When it fires, exactly one of: {"cron": EXPR, "tz"?: ZONE}, {"every": "15m"}, '
+        '{"every_ms": 900000} or {"at": ISO}; or {"tz": ZONE} alone, which moves a cron job to that zone '
+        "and keeps its expression.",
+        examples=[{"cron": "0 7 * * MON-FRI", "tz": "Europe/Berlin"}, {"every": "15m"}],
+    ),
+]
+
+# --- the fields a job is made of, shared by create and update -------------------------------------------
+
+RunAt = Annotated[
+    Instant | None,
+    Field(description='The one-shot shorthand for {"at": ISO}: the instant to fire at, with its offset.'),
+]
+Args = Annotated[
+    Object | None,
+    Field(
+        description="The action's arguments, matching its args_schema (see the `targets` action). Default "
+        "{}. It may not hold a 'cron' key.",
+        examples=[{"team": "ops"}],
+    ),
+]
+Lifetime = Annotated[
+    Annotated[str, text(64)] | None,
+    Field(
+        description="How long the schedule lives: a duration from now (30d, 12h, P30D) or an end instant "
+        "(2026-06-30T00:00:00+02:00). Default and ceiling: the source's max_lifetime. It never fires at or "
+        "after its end.",
+        examples=["30d"],
+    ),
+]
+Misfire = Annotated[
+    Annotated[str, choice("skip", "coalesce")] | None,
+    Field(
+        description="Occurrences missed while the node was down or busy: skip (the default: run none) or "
+        "coalesce (run one catch-up for the latest)."
+    ),
+]
+MaxAttempts = Annotated[
+    Annotated[int, whole(1, 100)] | None,
+    Field(description="Attempts per occurrence, retries included (default 1: no retry)."),
+]
+RetryBackoff = Annotated[
+    Annotated[int, whole(0, 86_400_000)] | None,
+    Field(description="Milliseconds before the first retry; it doubles at each retry (default 1000)."),
+]
+Breaker = Annotated[
+    Annotated[int, whole(0, 1000)] | None,
+    Field(description="Failed occurrences in a row that pause the schedule (default 3; 0 never pauses)."),
+]
+
+
+class JobSpec(Model):
+    """A schedule to create: the shape a job row shows. Give `schedule` or `run_at`."""
+
+    name: Annotated[
+        Name, Field(description="A unique name: 1-100 letters, digits, '.', '_' or '-'.", examples=["report"])
+    ]
+    target: Annotated[Text, Field(description="The allowlisted target to run.", examples=["reports"])]
+    action: Annotated[Text, Field(description="The target's action to run.", examples=["daily"])]
+    args: Args = None
+    schedule: Schedule = None
+    run_at: RunAt = None
+    lifetime: Lifetime = None
+    misfire: Misfire = None
+    max_attempts: MaxAttempts = None
+    retry_backoff_ms: RetryBackoff = None
+    breaker_threshold: Breaker = None
+    dedupe_key: Annotated[
+        Text | None,
+        Field(
+            description="An idempotency key: while a schedule of yours with this key lives, a create with "
+            "it returns that schedule (deduped: true) instead of making a second one."
+        ),
+    ] = None
+    once: Annotated[
+        Flag | None,
+        Field(description="With dedupe_key: at most once ever for that key, even after it ended."),
+    ] = None
+    origin: Annotated[
+        Labels | None,
+        Field(description="A few labels saying where the schedule came from (default: the source's name)."),
+    ] = None
+
+
+# The fields a change may not touch: refused as `immutable_field`, not as unknown.
+IMMUTABLE = ("target", "action", "dedupe_key", "origin", "created_by", "once", "id")
+
+
+class Changes(Model):
+    """What an update changes; the fields left out keep their values."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    name: Annotated[Name | None, Field(description="A new name.")] = None
+    schedule: ChangeSchedule = None
+    run_at: RunAt = None
+    args: Args = None
+    lifetime: Lifetime = None
+    misfire: Misfire = None
+    max_attempts: MaxAttempts = None
+    retry_backoff_ms: RetryBackoff = None
+    breaker_threshold: Breaker = None
+
+
+# --- requests -------------------------------------------------------------------------------------------
+
+RequestId = Annotated[
+    Annotated[str, text(200, blank=True)] | None,
+    Field(description="Echoed in the reply: at most 200 bytes of UTF-8.", examples=["req-7f3a"]),
+]
+JobName = Annotated[Text | None, Field(description="The schedule's name. Give this or job_id.")]
+JobId = Annotated[Id | None, Field(description="The schedule's id, instead of its name.")]
+Limit = Annotated[int, whole(1, LIST_PAGE_MAX)]
+
+
+def _example(request: dict[str, Any]) -> ConfigDict:
+    """The config of a request's model: its example, and for one that names a schedule, that it needs
+    `name` or `job_id` (what JSON Schema can say of the check in `ByJob`)."""
+    extra: dict[str, Any] = {"examples": [request]}
+    if request["action"] in BY_JOB:
+        # A null is no name: the one given must be a string (or an integer id).
+        extra["anyOf"] = [
+            {"required": ["name"], "properties": {"name": {"type": "string"}}},
+            {"required": ["job_id"], "properties": {"job_id": {"type": "integer"}}},
+        ]
+    return ConfigDict(json_schema_extra=extra)
+
+
+BY_JOB = ("update", "get", "pause", "resume", "run_now", "delete")
+
+
+class Request(Model):
+    request_id: RequestId = None
+
+
+class ByJob(Request):
+    """A request about one schedule, named by `name` or `job_id`."""
+
+    name: JobName = None
+    job_id: JobId = None
+
+    @model_validator(mode="after")
+    def _named(self) -> ByJob:
+        if self.name is None and self.job_id is None:
+            raise PydanticCustomError("unnamed", "give the schedule's 'name' or its 'job_id'")
+        return self
+
+
+class CreateJob(Request):
+    """Creates a schedule. Its reply: `job`, `persistence` (or `deduped: true` and the job that was)."""
+
+    action: Literal["create_job"]
+    job: JobSpec
+
+    model_config = _example({"action": "create_job", "job": {"name": "nightly-report", "target": "reports",
+                 "action": "daily", "args": {"team": "ops"},
+                 "schedule": {"cron": "0 7 * * *", "tz": "Europe/Berlin"}, "lifetime": "30d"}})  # fmt: skip
+
+
+class Update(ByJob):
+    """Changes what may change of a schedule (never its target or action). A new schedule re-arms from
+    now; a lifetime is read from now and renews an expired schedule; without one the end stays."""
+
+    action: Literal["update"]
+    changes: Annotated[Changes, Field(description="The fields to change.")]
+
+    model_config = _example(
+        {"action": "update", "name": "nightly-report", "changes": {"schedule": {"cron": "30 7 * * *"}}}
+    )
+
+
+class Get(ByJob):
+    """One schedule and its ten most recent runs."""
+
+    action: Literal["get"]
+    model_config = _example({"action": "get", "name": "nightly-report"})
+
+
+class ListJobs(Request):
+    """The schedules the source may see, ordered by name; a page of `limit` when asked."""
+
+    action: Literal["list"]
+    state: Annotated[StateName | None, Field(description="Only schedules in this state.")] = None
+    target: Annotated[Text | None, Field(description="Only schedules of this target.")] = None
+    limit: Annotated[
+        Limit | None,
+        Field(description="At most this many (a page); next_after_name says where the next starts."),
+    ] = None
+    after_name: Annotated[
+        Text | None,
+        Field(description="Only schedules whose name sorts after this one: the next_after_name of a page."),
+    ] = None
+    model_config = _example({"action": "list", "state": "active"})
+
+
+class Pause(ByJob):
+    """Pauses an active schedule: it fires nothing until resumed. Its lifetime still runs."""
+
+    action: Literal["pause"]
+    model_config = _example({"action": "pause", "name": "nightly-report"})
+
+
+class Resume(ByJob):
+    """Resumes a paused schedule; its misfire policy decides what happens to what it missed."""
+
+    action: Literal["resume"]
+    model_config = _example({"action": "resume", "name": "nightly-report"})
+
+
+class RunNow(ByJob):
+    """Starts one run of an active schedule now, besides its timetable."""
+
+    action: Literal["run_now"]
+    model_config = _example({"action": "run_now", "name": "nightly-report"})
+
+
+class Delete(ByJob):
+    """Deletes a schedule for good; the reply holds the row that went."""
+
+    action: Literal["delete"]
+    model_config = _example({"action": "delete", "name": "nightly-report"})
+
+
+class History(Request):
+    """Recent runs, newest first: of one schedule, or of every schedule the source may see."""
+
+    action: Literal["history"]
+    name: Annotated[Text | None, Field(description="Only this schedule's runs.")] = None
+    job_id: Annotated[Id | None, Field(description="Only this schedule's runs, by id.")] = None
+    limit: Annotated[Limit | None, Field(description="At most this many runs (default 20).")] = None
+    before: Annotated[
+        Id | None,
+        Field(description="Only runs older than the run with this id: the next_before of a page."),
+    ] = None
+    model_config = _example({"action": "history", "name": "nightly-report", "limit": 10})
+
+
+class Tick(Request):
+    """Runs one scheduling pass now and waits for the runs it started (the local operator only)."""
+
+    action: Literal["tick"]
+    model_config = _example({"action": "tick"})
+
+
+class Status(Request):
+    """The node, its store, the schedules by state, and the runs in flight."""
+
+    action: Literal["status"]
+    model_config = _example({"action": "status"})
+
+
+class Preview(Request):
+    """A cron expression's normalized form, its explanation, and its next firings."""
+
+    action: Literal["preview"]
+    expression: Annotated[Text, Field(description="The cron expression.", examples=["0 7 * * MON-FRI"])]
+    tz: Annotated[Zone | None, Field(description="The IANA zone to read it in (default: the node zone).")] = (
+        None
+    )
+    after: Annotated[
+        Instant | None, Field(description="Firings after this ISO-8601 instant (default: now).")
+    ] = None
+    count: Annotated[Count | None, Field(description="How many firings (default 5).")] = None
+    model_config = _example(
+        {"action": "preview", "expression": "0 7 * * MON-FRI", "tz": "Europe/Berlin", "count": 3}
+    )
+
+
+class Targets(Request):
+    """The targets and actions the source may schedule, with each action's args schema."""
+
+    action: Literal["targets"]
+    model_config = _example({"action": "targets"})
+
+
+class Interface(Request):
+    """Every action, each with an example."""
+
+    action: Literal["interface"]
+    model_config = _example({"action": "interface"})
+
+
+MODELS: dict[str, type[Request]] = {
+    "create_job": CreateJob,
+    "update": Update,
+    "get": Get,
+    "list": ListJobs,
+    "pause": Pause,
+    "resume": Resume,
+    "run_now": RunNow,
+    "delete": Delete,
+    "history": History,
+    "tick": Tick,
+    "status": Status,
+    "preview": Preview,
+    "targets": Targets,
+    "interface": Interface,
+}
+
+AnyRequest = Annotated[
+    CreateJob
+    | Update
+    | Get
+    | ListJobs
+    | Pause
+    | Resume
+    | RunNow
+    | Delete
+    | History
+    | Tick
+    | Status
+    | Preview
+    | Targets
+    | Interface,
+    Field(discriminator="action"),
+]
+
+
+def example(action: str) -> dict[str, Any]:
+    """The model's own example of a request for `action`."""
+    extra: Any = MODELS[action].model_config.get("json_schema_extra")
+    return dict(extra["examples"][0])
