@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -23,14 +25,33 @@ class Allowlist(Protocol):
 def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mapping[str, Any]) -> None:
     """Validates args against a JSON Schema, naming the JSON path of every problem.
 
-    A key the schema does not name is let through unless the schema itself forbids extras.
+    A key the schema does not name is let through unless the schema itself forbids extras; then the
+    problem names the key and, where one is close, the property meant.
     """
     validator = jsonschema.Draft202012Validator(schema)
     problems = sorted(validator.iter_errors(dict(args)), key=lambda error: list(error.absolute_path))
     if problems:
-        details = [{"path": error.json_path, "problem": error.message} for error in problems[:20]]
+        details = [detail for error in problems for detail in _details(error)][:20]
         summary = "; ".join(f"{d['path']}: {d['problem']}" for d in details[:3])
         raise ArgsInvalid(f"args for {target}.{action} do not match its schema: {summary}", problems=details)
+
+
+def _details(error: jsonschema.ValidationError) -> list[dict[str, str]]:
+    """One problem per error, but one per unknown key for an `additionalProperties: false` refusal."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return [{"path": error.json_path, "problem": error.message}]
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    named = list(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    takes = ", ".join(named) or "no args"
+    details = []
+    extras = [k for k in error.instance if k not in named and not any(re.search(p, k) for p in patterns)]
+    for key in sorted(extras):
+        close = difflib.get_close_matches(key, named, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problem = f"unknown arg {key!r}{hint}; it takes: {takes}"
+        details.append({"path": f"{error.json_path}.{key}", "problem": problem})
+    return details or [{"path": error.json_path, "problem": error.message}]
 
 
 class StaticAllowlist:

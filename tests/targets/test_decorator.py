@@ -43,6 +43,7 @@ def test_scalars_lists_and_dicts_become_json_schema_types() -> None:
             "h": {"type": "array"},
         },
         "required": ["a", "b", "c", "d", "e", "f", "g", "h"],
+        "additionalProperties": False,
     }
 
 
@@ -74,6 +75,7 @@ def test_defaults_and_optionals_are_not_required_and_literals_are_enums() -> Non
             "anything": {},
         },
         "required": ["to"],
+        "additionalProperties": False,
     }
 
 
@@ -125,6 +127,21 @@ def test_keys_the_schema_does_not_name_reach_only_a_function_that_takes_kwargs()
 
     assert call(strict, mark_of(strict), {"n": 1, "extra": 2}, context()) == 1
     assert call(loose, mark_of(loose), {"n": 1, "extra": 2}, context()) == {"extra": 2}
+
+
+def test_a_schema_refuses_keys_no_parameter_names_unless_the_function_takes_kwargs() -> None:
+    @cronwright.action
+    def strict(ctx: Context, name: str = "world") -> None:
+        pass
+
+    @cronwright.action
+    def loose(name: str = "world", **rest: Any) -> None:
+        pass
+
+    assert mark_of(strict).args_schema["additionalProperties"] is False
+    assert "additionalProperties" not in mark_of(loose).args_schema
+    assert not jsonschema.Draft202012Validator(mark_of(strict).args_schema).is_valid({"nmae": "Ada"})
+    assert jsonschema.Draft202012Validator(mark_of(loose).args_schema).is_valid({"nmae": "Ada"})
 
 
 def test_hints_without_a_json_form_fail_at_decoration_naming_the_parameter() -> None:

@@ -76,6 +76,7 @@ def test_describe_lists_every_kind_with_schemas_timeouts_and_secret_names(
                     "type": "object",
                     "properties": {"to": {"type": "string"}, "limit": {"type": "integer", "default": 10}},
                     "required": ["to"],
+                    "additionalProperties": False,
                 },
                 "timeout": "2m",
                 "secrets": ["SMTP_PASSWORD"],
@@ -83,7 +84,7 @@ def test_describe_lists_every_kind_with_schemas_timeouts_and_secret_names(
             },
             {
                 "action": "weekly",
-                "args_schema": {"type": "object", "properties": {}},
+                "args_schema": {"type": "object", "properties": {}, "additionalProperties": False},
                 "timeout": "5m",
                 "secrets": [],
                 "description": "",
@@ -95,14 +96,26 @@ def test_describe_lists_every_kind_with_schemas_timeouts_and_secret_names(
     assert described["hook"]["actions"][0]["secrets"] == ["HOOK_SECRET"]
 
 
-def test_check_allows_valid_args_and_lets_unnamed_keys_through(
+def test_check_allows_valid_args_and_lets_unnamed_keys_through_a_configured_schema(
     targets: dict[str, Any], tmp_path: Path
 ) -> None:
     registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
     registry.check("reports", "daily", {"to": "ops@example.org"})
-    registry.check("reports", "daily", {"to": "ops@example.org", "unnamed": True})
-    registry.check("backup", "nightly", {"dest": "/mnt/backups"})
+    registry.check("backup", "nightly", {"dest": "/mnt/backups", "unnamed": True})
     registry.check("hook", "ping", {})
+
+
+def test_a_python_action_refuses_a_key_it_cannot_receive_naming_the_parameter_meant(
+    targets: dict[str, Any], tmp_path: Path
+) -> None:
+    registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
+    with pytest.raises(ArgsInvalid) as refused:
+        registry.check("reports", "daily", {"to": "ops@example.org", "limt": 3, "zzz": 1})
+    assert [(p["path"], p["problem"]) for p in refused.value.reply()["problems"]] == [
+        ("$.limt", "unknown arg 'limt' (did you mean 'limit'?); it takes: to, limit"),
+        ("$.zzz", "unknown arg 'zzz'; it takes: to, limit"),
+    ]
+    assert "did you mean 'limit'" in refused.value.message
 
 
 def test_an_unknown_target_or_action_is_not_allowed(targets: dict[str, Any], tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ of the target module, which `cronwright check` reports:
 
 A parameter with a default is not required, and neither is an optional (`X | None`) one, which receives None
 when omitted. A parameter named `ctx`, or annotated `Context`, receives the context and is not an arg.
-A key the schema does not name is let through at create (the contract for every target); at run time it
-reaches the function only if it takes `**kwargs`.
+A key the schema does not name is refused at create (`additionalProperties: false`), since the function
+could not receive it, unless the function takes `**kwargs` (semantic 27).
 """
 
 from __future__ import annotations
@@ -277,6 +277,9 @@ def _signature(
     whole: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         whole["required"] = required
+    if not takes_extra:
+        # A key no parameter names could never reach the function: refuse it at create (semantic 27).
+        whole["additionalProperties"] = False
     return whole, context_param, tuple(properties), tuple(nullable), takes_extra
 
 
