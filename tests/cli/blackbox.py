@@ -105,6 +105,7 @@ class Cronwright:
             if not key.startswith("FAKETIME") and key != "LD_PRELOAD"
         }
         env.pop("CRONWRIGHT_CONFIG", None)
+        env.pop("COLUMNS", None)  # `list` fits $COLUMNS: the tests that need a width give it themselves
         if at is not None:
             env.update(
                 faketime_env(faketime_spec(utc(at))),

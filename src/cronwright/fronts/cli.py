@@ -7,7 +7,9 @@ a bad config, a store that cannot be opened). `--json` prints the protocol's rep
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -22,6 +24,7 @@ from cronwright.app import App, build
 from cronwright.config import Config, load
 from cronwright.errors import ConfigError, Invalid, StoreError
 from cronwright.fronts import render
+from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
 from cronwright.sources import operator
 from cronwright.timing.durations import parse_duration
@@ -127,6 +130,13 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _columns() -> int | None:
+    """The width to fit: $COLUMNS, else the terminal's; None when piped without $COLUMNS (no limit)."""
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return max(shutil.get_terminal_size().columns, 40)
+    return None
+
+
 def _warn_unreadable(reply: Reply) -> None:
     for row in reply.get("unreadable", []):
         click.echo(f"warning: job {row['id']} is left out: {row['error']}", err=True)
@@ -137,6 +147,7 @@ def _warn_unreadable(reply: Reply) -> None:
 @click.option("--target", help="Only jobs of this target.")
 @click.option("--limit", type=click.IntRange(1, 1000), help="At most this many rows (a page), by name.")
 @click.option("--after", "after_name", metavar="NAME", help="Only jobs whose name sorts after NAME.")
+@click.option("--wide", is_flag=True, help="Every column, every instant in full ISO-8601, however wide.")
 @json_option
 @pass_runtime
 def list_jobs(
@@ -145,19 +156,23 @@ def list_jobs(
     target: str | None,
     limit: int | None,
     after_name: str | None,
+    wide: bool,
     as_json: bool,
 ) -> None:
-    """The schedules, like `systemctl list-timers`."""
+    """The schedules, like `systemctl list-timers`, fitted to the terminal's width ($COLUMNS)."""
 
     def human(reply: Reply) -> None:
-        now = _now()
-        rows = [render.job_cells(row, now) for row in reply["jobs"]]
+        rows = reply["jobs"]
         if not rows:
             click.echo("no schedules")
             _warn_unreadable(reply)
             return
-        render.table(render.JOB_COLUMNS, rows)
+        shown = lay_out(rows, _now(), runtime.config.node.tz, None if wide else _columns())
+        for line in shown.lines:
+            click.echo(line)
         click.echo(f"\n{len(rows)} schedule{'s' if len(rows) != 1 else ''}.")
+        for note in shown.notes:
+            click.echo(note)
         following = reply.get("next_after_name")
         if following is not None:
             click.echo(f"More follow: add --after {shlex.quote(following)} for the next page.")

@@ -1,5 +1,5 @@
-"""Protocol rows as text for people: tables like `systemctl list-timers`, a rich table on a terminal and
-plain aligned columns when piped. Instants stay ISO-8601 with their offset; only LEFT is relative.
+"""Protocol rows as text for people: a rich table on a terminal and plain aligned columns when piped.
+Instants stay ISO-8601 with their offset. `list` has its own fitted layout (listing.py).
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
-JOB_COLUMNS = ("NAME", "RUNS", "SCHEDULE", "NEXT", "LEFT", "LAST", "RESULT", "ENDS", "STATE")
 RUN_COLUMNS = ("FINISHED", "SCHEDULE", "FIRE_ID", "ATTEMPT", "OUTCOME", "TOOK", "MESSAGE")
 
 
-def relative(instant: str | None, now: datetime) -> str:
-    """How far `instant` lies from now, in the two largest units: 'in 2h 5m', '3d 4h ago'."""
+def relative(instant: str | None, now: datetime, units: int = 2) -> str:
+    """How far `instant` lies from now, in the `units` largest units: 'in 2h 5m', '3d 4h ago'."""
     if instant is None:
         return "-"
     seconds = int((datetime.fromisoformat(instant) - now).total_seconds())
@@ -28,7 +27,7 @@ def relative(instant: str | None, now: datetime) -> str:
         if seconds >= size or (unit == "s" and not parts):
             parts.append(f"{seconds // size}{unit}")
             seconds %= size
-        if len(parts) == 2:
+        if len(parts) == units:
             break
     text = " ".join(parts)
     return f"in {text}" if ahead else f"{text} ago"
@@ -40,24 +39,6 @@ def schedule_text(schedule: Mapping[str, Any]) -> str:
     if "every" in schedule:
         return f"every {schedule['every']}"
     return f"at {schedule.get('at')}"
-
-
-def job_cells(row: Mapping[str, Any], now: datetime) -> list[str]:
-    last = row.get("last_run") or {}
-    result = last.get("outcome", "-")
-    if row.get("paused_by") == "breaker":
-        result = f"{result} (breaker)"
-    return [
-        row["name"],
-        f"{row['target']}.{row['action']}",
-        schedule_text(row["schedule"]),
-        row.get("next_run_at") or "-",
-        relative(row.get("next_run_at"), now),
-        last.get("fired_at", "-"),
-        result,
-        row.get("ends_at") or "-",
-        row["state"],
-    ]
 
 
 def run_cells(run: Mapping[str, Any]) -> list[str]:
