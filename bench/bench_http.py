@@ -103,8 +103,9 @@ def serve(config: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     for line in process.stderr:
-        if line.startswith("listening on "):
-            return process, line.split()[2]
+        url = json.loads(line).get("url")  # serve logs one JSON object per line
+        if url:
+            return process, str(url)
     raise SystemExit(f"cronwright serve exited with status {process.wait()} before it listened")
 
 

@@ -10,12 +10,13 @@ from prometheus_client import CollectorRegistry
 from cronwright.allowlist import Allowlist
 from cronwright.clock import Clock, SystemClock
 from cronwright.config import Config
-from cronwright.events import EventSink, FanOut, LogSink, MetricsSink
+from cronwright.events import EventSink, FanOut
 from cronwright.node import Node, NodeSettings
 from cronwright.protocol import Protocol
 from cronwright.runner import Runner
 from cronwright.seeds import SEED_SOURCE, upsert_seeds
 from cronwright.service import Limits, Service
+from cronwright.sinks import LogSink, MetricsSink
 from cronwright.sources import Source
 from cronwright.store import open_store
 from cronwright.store.base import Backend

@@ -1,15 +1,17 @@
-"""What happened to a job, told to structured logs, a pluggable sink and Prometheus counters."""
+"""What happened to a job: the event types the pure core emits (engine.py), and the seam they leave by.
+
+The sinks that tell them to structured logs and Prometheus belong to the shell (sinks.py), so that importing
+the engine never imports prometheus_client. `LogSink`, `MetricsSink` and `RUN_SECONDS_BUCKETS` are still
+importable from here, lazily, for the callers that always did.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
-
-from prometheus_client import CollectorRegistry, Counter, Histogram
 
 
 class EventKind(StrEnum):
@@ -20,6 +22,10 @@ class EventKind(StrEnum):
     JOB_EXPIRED = "job_expired"
     JOB_PERSISTENCE_FAILED = "job_persistence_failed"
     JOB_PERSISTENCE_RECOVERED = "job_persistence_recovered"
+
+
+# Every `reason` a job_skipped event carries: the metrics start each at 0.
+SKIP_REASONS = ("misfire", "overlap", "schedule_error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +43,6 @@ class EventSink(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
-class LogSink:
-    """One JSON line per event on the `cronwright.events` logger."""
-
-    def __init__(self, logger: logging.Logger | None = None) -> None:
-        self._logger = logger or logging.getLogger("cronwright.events")
-
-    def emit(self, event: Event) -> None:
-        level = logging.INFO if event.kind in (EventKind.JOB_RUN, EventKind.JOB_SKIPPED) else logging.WARNING
-        self._logger.log(level, json.dumps(event.as_dict(), default=str, sort_keys=True))
-
-
 class MemorySink:
     """Keeps every event; for tests and for embedding."""
 
@@ -59,57 +54,6 @@ class MemorySink:
 
     def kinds(self) -> list[EventKind]:
         return [event.kind for event in self.events]
-
-
-# Runs last from milliseconds (an http ping) to hours (a backup): buckets from 50ms to 6h.
-RUN_SECONDS_BUCKETS = (0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 6 * 3600, float("inf"))
-
-
-class MetricsSink:
-    """Prometheus counters, one per event kind, labelled where a label has few values."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.runs = Counter(
-            "cronwright_runs", "Attempts finished, by outcome.", ["outcome"], registry=registry
-        )
-        self.run_seconds = Histogram(
-            "cronwright_run_duration_seconds",
-            "How long finished attempts took, by outcome.",
-            ["outcome"],
-            buckets=RUN_SECONDS_BUCKETS,
-            registry=registry,
-        )
-        self.skips = Counter(
-            "cronwright_skips", "Occurrences skipped, by reason.", ["reason"], registry=registry
-        )
-        self.breaker_pauses = Counter(
-            "cronwright_breaker_pauses", "Jobs paused by the failure breaker.", registry=registry
-        )
-        self.expirations = Counter("cronwright_expirations", "Jobs whose lifetime ended.", registry=registry)
-        self.persistence_failures = Counter(
-            "cronwright_persistence_failures",
-            "Saves that failed and left a job in memory only.",
-            registry=registry,
-        )
-
-    def emit(self, event: Event) -> None:
-        if event.kind is EventKind.JOB_RUN:
-            outcome = str(event.fields.get("outcome", "unknown"))
-            self.runs.labels(outcome=outcome).inc()
-            took_ms = event.fields.get("took_ms")
-            if isinstance(took_ms, int) and not isinstance(took_ms, bool):
-                self.run_seconds.labels(outcome=outcome).observe(max(0, took_ms) / 1000)
-        elif event.kind is EventKind.JOB_SKIPPED:
-            count = event.fields.get("count", 1)
-            self.skips.labels(reason=str(event.fields.get("reason", "unknown"))).inc(
-                count if isinstance(count, int) else 1
-            )
-        elif event.kind is EventKind.JOB_BREAKER_PAUSED:
-            self.breaker_pauses.inc()
-        elif event.kind is EventKind.JOB_EXPIRED:
-            self.expirations.inc()
-        elif event.kind is EventKind.JOB_PERSISTENCE_FAILED:
-            self.persistence_failures.inc()
 
 
 class FanOut:
@@ -125,3 +69,12 @@ class FanOut:
                 sink.emit(event)
             except Exception:
                 self._log.exception("event sink %r failed on %s", sink, event.kind.value)
+
+
+def __getattr__(name: str) -> Any:
+    # The shell's sinks, by their old address, imported only when asked for.
+    if name in ("LogSink", "MetricsSink", "RUN_SECONDS_BUCKETS"):
+        from cronwright import sinks
+
+        return getattr(sinks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@ and SIGTERM stops it cleanly."""
 
 from __future__ import annotations
 
+import json
 import queue
 import signal
 import subprocess
@@ -69,4 +70,9 @@ def test_a_change_made_by_the_cli_reaches_a_running_serve(cw: Cronwright) -> Non
                 stderr.join()
     assert returncode == 0, "".join(stderr.seen)
     assert stderr.saw("stopping")
+    # Semantic 41: every line on stderr is one JSON object with its time and offset, and the run has its own.
+    logged = [json.loads(line) for line in stderr.seen]
+    assert all(datetime.fromisoformat(line["time"]).utcoffset() is not None for line in logged), logged
+    runs = [line for line in logged if line.get("event") == "job_run"]
+    assert [(run["job"], run["outcome"]) for run in runs] == [("soon", "ok")], logged
     assert cw.json("status")["node"]["peers"] == [], "a node that stopped leaves no live beat behind"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import signal
 import socket
@@ -61,9 +62,8 @@ def serving(config: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     try:
         url = ""
         while not url:
-            line = lines.get(timeout=60)
-            if line.startswith("listening on "):
-                url = line.split()[2]
+            line = json.loads(lines.get(timeout=60))  # serve logs JSON lines (semantic 41)
+            url = line.get("url", "")
         yield process, url
     finally:
         if process.poll() is None:

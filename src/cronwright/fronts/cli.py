@@ -7,6 +7,7 @@ a bad config, a store that cannot be opened). `--json` prints the protocol's rep
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -26,6 +27,8 @@ from cronwright.errors import ConfigError, Invalid, StoreError
 from cronwright.fronts import render
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
+from cronwright.logs import configure as configure_logs
+from cronwright.logs import say
 from cronwright.sources import operator
 from cronwright.timing.durations import parse_duration
 
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from cronwright.fronts.http import Serving
 
 Reply = dict[str, Any]
+_log = logging.getLogger("cronwright.cli")
 
 
 def fail(message: str, status: int = 2) -> NoReturn:
@@ -80,6 +84,10 @@ class Runtime:
     def call(self, action: str, **fields: Any) -> Reply:
         request = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
         return self.app().protocol.dispatch(request, operator())
+
+    def log_to_stderr(self) -> None:
+        """JSON lines on stderr, readable on a terminal (semantic 41): for serve, tick and mcp."""
+        configure_logs(self.config.node.tz)
 
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
@@ -508,6 +516,7 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
 @pass_runtime
 def tick(runtime: Runtime, as_json: bool) -> None:
     """Runs one scheduling pass now, waits for the runs it started, and exits."""
+    runtime.log_to_stderr()
     app = runtime.app(boot=True)
     report = app.node.tick()
     reply: Reply = {
@@ -523,6 +532,7 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 @pass_runtime
 def serve(runtime: Runtime) -> None:
     """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
+    runtime.log_to_stderr()
     app = runtime.app(boot=True)
     # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
     # `stop`: it never polls, so an idle serve does not wake (DESIGN semantic 25).
@@ -539,9 +549,11 @@ def serve(runtime: Runtime) -> None:
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
-    counts = ", ".join(f"{n} {s}" for s, n in app.node.store.counts().items() if n) or "no schedules"
+    counts = {state: n for state, n in app.node.store.counts().items() if n}
     where = app.node.store.description
-    click.echo(f"cronwright node {app.node.id} serving {where} ({counts}); Ctrl-C stops it", err=True)
+    shown = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no schedules"
+    say(_log, f"cronwright node {app.node.id} serving {where} ({shown}); Ctrl-C stops it",
+        node=app.node.id, store=where, counts=counts)  # fmt: skip
 
     def node_loop() -> None:
         try:
@@ -555,9 +567,9 @@ def serve(runtime: Runtime) -> None:
         http.start()
     except RuntimeError as error:
         fail(str(error))
-    click.echo(f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp)", err=True)
+    say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp)", url=http.url)
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
-    click.echo("stopping: no new requests or claims; waiting for runs in flight", err=True)
+    say(_log, "stopping: no new requests or claims; waiting for runs in flight")
     http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
 
 
@@ -590,6 +602,7 @@ def mcp_stdio(runtime: Runtime, source_name: str | None) -> None:
             source = runtime.config.source(source_name)
         except ConfigError as error:
             fail(str(error))
+    runtime.log_to_stderr()
     app = runtime.app()
     serve_stdio(app.protocol, app.node, source, lambda action: wake_local_nodes(app.node.store))
 

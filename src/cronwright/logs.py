@@ -1,0 +1,98 @@
+"""Logs as semantic 41 says: `serve`, `tick` and `mcp` write one JSON object per line to stderr, each with its
+time (ISO-8601 with offset, in the node zone) and the event's fields; a terminal gets the same lines in a
+readable form. The standard library's logging is enough for that: one handler on the root logger, installed
+before anything else (the MCP SDK's RichHandler, and uvicorn's own set-up, then find it there and add none).
+
+An event (sinks.py) travels as a record whose `fields` attribute holds its dict; any other record becomes
+`{"time", "level", "logger", "message"}`, plus the fields given to `say`. Secrets never reach a record: the
+runner masks them in every run's message and output before an event is built.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+from zoneinfo import ZoneInfo
+
+FIELDS = "fields"  # the record attribute that carries an event's fields
+_QUIET = ("uvicorn.access", "httpx", "httpcore", "mcp", "sse_starlette")
+
+
+def entry(record: logging.LogRecord, zone: ZoneInfo) -> dict[str, Any]:
+    """The JSON object one record becomes."""
+    instant = datetime.fromtimestamp(record.created, UTC).astimezone(zone)
+    line: dict[str, Any] = {
+        "time": instant.isoformat(timespec="milliseconds"),
+        "level": record.levelname.lower(),
+        "logger": record.name,
+    }
+    fields = getattr(record, FIELDS, None)
+    fields = fields if isinstance(fields, Mapping) else {}
+    if "event" not in fields:  # an event's message is its fields again
+        line["message"] = record.getMessage()
+    line.update(fields)
+    if record.exc_info:
+        line["error"] = logging.Formatter().formatException(record.exc_info)
+    return line
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per record, on one line."""
+
+    def __init__(self, zone: ZoneInfo) -> None:
+        super().__init__()
+        self._zone = zone
+
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(entry(record, self._zone), ensure_ascii=False, default=str)
+
+
+class Readable(logging.Formatter):
+    """The same line for people: `2026-03-02T09:30:00.120+01:00 info  job_run job=nightly outcome=ok`."""
+
+    def __init__(self, zone: ZoneInfo) -> None:
+        super().__init__()
+        self._zone = zone
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = entry(record, self._zone)
+        head = f"{line.pop('time')} {line.pop('level'):<7} "
+        line.pop("logger")
+        error = line.pop("error", None)
+        text = line.pop("event") if "event" in line else line.pop("message", "")
+        rest = " ".join(f"{key}={_value(value)}" for key, value in line.items() if value is not None)
+        shown = head + " ".join(part for part in (str(text), rest) if part)
+        return f"{shown}\n{error}" if error else shown
+
+
+def _value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(text, ensure_ascii=False) if (not text or " " in text or '"' in text) else text
+
+
+def say(logger: logging.Logger, message: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Logs `message` with `fields` kept apart, so that its JSON line carries them as keys."""
+    logger.log(level, message, extra={FIELDS: fields})
+
+
+def configure(zone: ZoneInfo, stream: TextIO | None = None, level: int = logging.INFO) -> logging.Handler:
+    """Sends every record at `level` or above to `stream` (stderr): JSON lines, or readable on a terminal.
+
+    Replaces the root logger's handlers, so it is called once, first, by `serve`, `tick` and `mcp`.
+    """
+    stream = stream or sys.stderr
+    handler = logging.StreamHandler(stream)
+    readable = hasattr(stream, "isatty") and stream.isatty()
+    handler.setFormatter(Readable(zone) if readable else JsonLines(zone))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    return handler

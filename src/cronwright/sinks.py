@@ -1,0 +1,83 @@
+"""The shell's event sinks: structured logs (one record per event, its fields attached for logs.py) and
+Prometheus counters, each labelled counter started at 0 for every value its label can take."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from cronwright.events import SKIP_REASONS, Event, EventKind
+from cronwright.logs import FIELDS
+from cronwright.model import Outcome
+
+# Runs last from milliseconds (an http ping) to hours (a backup): buckets from 50ms to 6h.
+RUN_SECONDS_BUCKETS = (0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 6 * 3600, float("inf"))
+_INFO = (EventKind.JOB_RUN, EventKind.JOB_SKIPPED, EventKind.JOB_PERSISTENCE_RECOVERED)
+
+
+class LogSink:
+    """One record per event on the `cronwright.events` logger: its message the event as JSON, and its fields
+    as the record's `fields`, which logs.py writes as one JSON line (semantic 41)."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._logger = logger or logging.getLogger("cronwright.events")
+
+    def emit(self, event: Event) -> None:
+        fields = event.as_dict()
+        level = logging.INFO if event.kind in _INFO else logging.WARNING
+        self._logger.log(level, json.dumps(fields, default=str, sort_keys=True), extra={FIELDS: fields})
+
+
+class MetricsSink:
+    """Prometheus counters, one per event kind, labelled where a label has few values."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.runs = Counter(
+            "cronwright_runs", "Attempts finished, by outcome.", ["outcome"], registry=registry
+        )
+        self.run_seconds = Histogram(
+            "cronwright_run_duration_seconds",
+            "How long finished attempts took, by outcome.",
+            ["outcome"],
+            buckets=RUN_SECONDS_BUCKETS,
+            registry=registry,
+        )
+        self.skips = Counter(
+            "cronwright_skips", "Occurrences skipped, by reason.", ["reason"], registry=registry
+        )
+        # A series that appears only at its first increment breaks rate() and alerts on it: start at 0.
+        for outcome in Outcome:
+            self.runs.labels(outcome=outcome.value)
+            self.run_seconds.labels(outcome=outcome.value)
+        for reason in SKIP_REASONS:
+            self.skips.labels(reason=reason)
+        self.breaker_pauses = Counter(
+            "cronwright_breaker_pauses", "Jobs paused by the failure breaker.", registry=registry
+        )
+        self.expirations = Counter("cronwright_expirations", "Jobs whose lifetime ended.", registry=registry)
+        self.persistence_failures = Counter(
+            "cronwright_persistence_failures",
+            "Saves that failed and left a job in memory only.",
+            registry=registry,
+        )
+
+    def emit(self, event: Event) -> None:
+        if event.kind is EventKind.JOB_RUN:
+            outcome = str(event.fields.get("outcome", "unknown"))
+            self.runs.labels(outcome=outcome).inc()
+            took_ms = event.fields.get("took_ms")
+            if isinstance(took_ms, int) and not isinstance(took_ms, bool):
+                self.run_seconds.labels(outcome=outcome).observe(max(0, took_ms) / 1000)
+        elif event.kind is EventKind.JOB_SKIPPED:
+            count = event.fields.get("count", 1)
+            self.skips.labels(reason=str(event.fields.get("reason", "unknown"))).inc(
+                count if isinstance(count, int) else 1
+            )
+        elif event.kind is EventKind.JOB_BREAKER_PAUSED:
+            self.breaker_pauses.inc()
+        elif event.kind is EventKind.JOB_EXPIRED:
+            self.expirations.inc()
+        elif event.kind is EventKind.JOB_PERSISTENCE_FAILED:
+            self.persistence_failures.inc()
