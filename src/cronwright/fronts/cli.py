@@ -489,23 +489,38 @@ _simple("resume", "resume", "Resumes a paused schedule; the misfire policy appli
 @json_option
 @pass_runtime
 def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
-    """Runs an active schedule now, waits for the run, and prints its outcome."""
+    """Runs an active schedule now, waits for the run, and prints its outcome (exit 3 unless it is ok)."""
     reply = runtime.call("run_now", name=name)
+    run: Reply | None = None
     if reply.get("ok"):
-        runtime.app().node.wait_for_runs()
-        fire_id = reply["job"]["last_run"]["fire_id"] if reply["job"].get("last_run") else None
+        node = runtime.app().node
+        claimed = node.store.get(reply["job"]["id"])
+        fire_id = claimed.in_flight.fire_id if claimed and claimed.in_flight else None
+        node.wait_for_runs()
         got = runtime.call("get", name=name)
         if got.get("ok"):
             reply["job"] = got["job"]
             fire_id = fire_id or (got["job"]["last_run"] or {}).get("fire_id")
-        wake_local_nodes(runtime.app().node.store)
+        run = _last_attempt(runtime, reply["job"]["id"], fire_id)
+        wake_local_nodes(node.store)
 
     def human(reply: Reply) -> None:
-        last = reply["job"]["last_run"] or {}
-        click.echo(f"ran {reply['job']['name']} ({last.get('fire_id')}): {last.get('outcome')} "
-                   f"in {last.get('took_ms')}ms {last.get('message') or ''}".rstrip())  # fmt: skip
+        shown = run or reply["job"]["last_run"] or {}
+        click.echo(f"ran {reply['job']['name']} ({shown.get('fire_id')}): {shown.get('outcome')} "
+                   f"in {shown.get('took_ms')}ms {shown.get('message') or ''}".rstrip())  # fmt: skip
 
     finish(reply, as_json, human)
+    if run is None or run.get("outcome") != "ok":
+        sys.exit(3)  # the run ended other than ok, or its outcome is not known (DESIGN's CLI section)
+
+
+def _last_attempt(runtime: Runtime, job_id: int, fire_id: str | None) -> Reply | None:
+    """The history row of the newest attempt of occurrence `fire_id`, or None if none is recorded."""
+    if fire_id is None:
+        return None
+    runs = runtime.call("history", job_id=job_id, limit=50).get("runs", [])
+    attempts = [run for run in runs if run.get("fire_id") == fire_id]
+    return max(attempts, key=lambda run: int(run.get("attempt", 0)), default=None)
 
 
 # --- running --------------------------------------------------------------------------------------

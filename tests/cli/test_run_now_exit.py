@@ -1,0 +1,33 @@
+"""`run-now` waits for its run and exits 3 when the run ended other than ok (DESIGN, CLI section)."""
+
+from __future__ import annotations
+
+import json
+
+from .blackbox import Cronwright
+
+
+def test_run_now_exits_0_for_an_ok_run_and_3_for_a_failed_one(cw: Cronwright) -> None:
+    cw.ok("add", "fine", "--target", "sh", "--action", "log", "--cron", "0 10 * * *")
+    cw.ok("add", "broken", "--target", "sh", "--action", "fail", "--cron", "0 10 * * *")
+
+    fine = cw.run("run-now", "fine")
+    assert fine.rc == 0, fine
+    assert fine.stdout.startswith("ran fine (1-") and ": ok in " in fine.stdout
+
+    broken = cw.run("run-now", "broken")
+    assert broken.rc == 3, broken
+    assert broken.stdout.startswith("ran broken (2-") and ": error in " in broken.stdout
+    as_json = cw.run("run-now", "broken", "--json")
+    assert as_json.rc == 3, as_json
+    reply = json.loads(as_json.stdout)
+    assert reply["ok"] is True and reply["job"]["last_run"]["outcome"] == "error"
+    assert len(cw.fires()) == 3, "each run-now ran once"
+
+
+def test_run_now_refused_is_still_exit_1(cw: Cronwright) -> None:
+    cw.ok("add", "fine", "--target", "sh", "--action", "log", "--cron", "0 10 * * *")
+    cw.ok("pause", "fine")
+    refused = cw.run("run-now", "fine")
+    assert (refused.rc, refused.stdout) == (1, ""), refused
+    assert "job_not_active" in refused.stderr
