@@ -31,3 +31,18 @@ def test_run_now_refused_is_still_exit_1(cw: Cronwright) -> None:
     refused = cw.run("run-now", "fine")
     assert (refused.rc, refused.stdout) == (1, ""), refused
     assert "job_not_active" in refused.stderr
+
+
+def test_show_and_history_output_print_each_runs_captured_output(cw: Cronwright) -> None:
+    cw.ok("add", "broken", "--target", "sh", "--action", "fail", "--cron", "0 10 * * *")
+    assert cw.run("run-now", "broken").rc == 3
+    fire_id = cw.json("show", "broken")["job"]["last_run"]["fire_id"]
+
+    for args in (("history", "broken", "--output"), ("show", "broken", "--output")):
+        shown = cw.ok(*args).stdout.splitlines()
+        header = next(
+            i for i, line in enumerate(shown) if line.startswith(f"--- {fire_id} attempt 1: error at ")
+        )
+        assert shown[header + 1] == "failing on purpose", shown
+    assert f"--- {fire_id}" not in cw.ok("history", "broken").stdout, "output only on request"
+    assert f"--- {fire_id}" not in cw.ok("show", "broken").stdout

@@ -1,7 +1,7 @@
 """The `cronwright` command: a thin adapter that turns options into protocol requests, as the operator.
 
 Exit status: 0 on success, 1 when the request was refused (`ok: false`), 2 on a usage error (bad options,
-a bad config, a store that cannot be opened). `--json` prints the protocol's reply exactly.
+a bad config, a store that cannot be opened), 3 when `run-now`'s run ended other than ok. `--json` prints the protocol's reply exactly.
 """
 
 from __future__ import annotations
@@ -190,11 +190,30 @@ def list_jobs(
     finish(reply, as_json, human)
 
 
+def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--output", "with_output", is_flag=True, help="Show each run's captured output too.")(
+        function
+    )
+
+
+def _outputs(runs: list[Reply]) -> None:
+    """Each run's captured output under a line that names the run; runs with none are left out."""
+    for run in runs:
+        text = str(run.get("output") or "")
+        if not text:
+            continue
+        click.echo(
+            f"\n--- {run['fire_id']} attempt {run['attempt']}: {run['outcome']} at {run['finished_at']}"
+        )
+        click.echo(text.rstrip("\n"))
+
+
 @cli.command()
 @click.argument("name")
+@output_option
 @json_option
 @pass_runtime
-def show(runtime: Runtime, name: str, as_json: bool) -> None:
+def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
     """One schedule, with its recent runs."""
 
     def human(reply: Reply) -> None:
@@ -220,6 +239,8 @@ def show(runtime: Runtime, name: str, as_json: bool) -> None:
         if reply["runs"]:
             click.echo("")
             render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
+            if with_output:
+                _outputs(reply["runs"])
 
     finish(runtime.call("get", name=name), as_json, human)
 
@@ -230,9 +251,12 @@ def show(runtime: Runtime, name: str, as_json: bool) -> None:
 @click.option(
     "--before", type=click.IntRange(1), metavar="RUN", help="Only runs older than the run with this id."
 )
+@output_option
 @json_option
 @pass_runtime
-def history(runtime: Runtime, name: str | None, limit: int, before: int | None, as_json: bool) -> None:
+def history(
+    runtime: Runtime, name: str | None, limit: int, before: int | None, with_output: bool, as_json: bool
+) -> None:
     """Recent runs, newest first, of one schedule or of all; a page at a time."""
 
     def human(reply: Reply) -> None:
@@ -240,6 +264,8 @@ def history(runtime: Runtime, name: str | None, limit: int, before: int | None, 
             click.echo("no runs")
             return
         render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
+        if with_output:
+            _outputs(reply["runs"])
         following = reply.get("next_before")
         if following is not None:
             click.echo(f"\nMore follow: add --before {following} for the next page.")
