@@ -1,7 +1,8 @@
 """The `cronwright` command: a thin adapter that turns options into protocol requests, as the operator.
 
 Exit status: 0 on success, 1 when the request was refused (`ok: false`), 2 on a usage error (bad options,
-a bad config, a store that cannot be opened), 3 when `run-now`'s run ended other than ok. `--json` prints the protocol's reply exactly.
+a bad config, a store that cannot be opened), 3 when `run-now`'s run ended other than ok. `--json` prints the
+protocol's reply exactly.
 """
 
 from __future__ import annotations
