@@ -35,6 +35,7 @@ from cronwright.timing.durations import parse_duration
 
 if TYPE_CHECKING:
     from cronwright.fronts.http import Serving
+    from cronwright.targets.registry import Registry
 
 Reply = dict[str, Any]
 _log = logging.getLogger("cronwright.cli")
@@ -52,6 +53,7 @@ class Runtime:
         self.config_path = config_path
         self._config: Config | None = None
         self._app: App | None = None
+        self._logs = False  # True once stderr carries JSON log lines (serve, tick, mcp)
 
     @property
     def config(self) -> Config:
@@ -60,6 +62,8 @@ class Runtime:
                 self._config = load(self.config_path)
             except ConfigError as error:
                 fail(str(error))
+            if self._config.path is None and not self._logs:
+                click.echo(f"cronwright: note: {_defaults_note(self._config)}", err=True)
         return self._config
 
     def app(self, boot: bool = False) -> App:
@@ -88,12 +92,23 @@ class Runtime:
 
     def log_to_stderr(self) -> None:
         """JSON lines on stderr, readable on a terminal (semantic 41): for serve, tick and mcp."""
-        configure_logs(self.config.node.tz)
+        self._logs = True
+        config = self.config
+        configure_logs(config.node.tz)
+        if config.path is None:
+            say(_log, _defaults_note(config), logging.WARNING, store=config.store_url)
 
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
         if self._app is not None:
             self._app.close()
+
+
+def _defaults_note(config: Config) -> str:
+    return (
+        "no config file (--config, $CRONWRIGHT_CONFIG, ./cronwright.toml): using the built-in defaults, "
+        f"with the store at {config.store_url}"
+    )
 
 
 pass_runtime = click.make_pass_decorator(Runtime)
@@ -682,12 +697,32 @@ def check(runtime: Runtime) -> None:
         app.node.store.close()
     except ConfigError as error:
         fail(str(error))
+    problems = _program_problems(registry)
+    if problems:
+        for problem in problems[:-1]:
+            click.echo(f"cronwright: error: {problem}", err=True)
+        fail(problems[-1])
     where = config.path or "built-in defaults"
     click.echo(
         f"{where}: ok: {len(config.targets)} targets, "
         f"{sum(len(t['actions']) for t in registry.describe())} actions, "
         f"{len(config.sources)} sources, {len(config.seed)} seeds"
     )
+
+
+def _program_problems(registry: Registry) -> list[str]:
+    """Each command action whose program cannot be started, said as what to fix."""
+    from cronwright.targets.command import program_problem
+
+    found = []
+    for row in registry.describe():
+        target = registry.target(row["target"])
+        if target.kind == "command":
+            for action in target.actions.values():
+                problem = program_problem(target, action)
+                if problem is not None:
+                    found.append(problem)
+    return found
 
 
 class _NoRunner:

@@ -23,12 +23,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from cronwright.targets.attempt import OUTPUT_LIMIT, Call, Capture, Finished, Output, kill_group, why_exited
@@ -84,6 +86,31 @@ def _as_element(name: str, value: object) -> str:
         return value
     kind = "missing" if value is None else f"a {type(value).__name__}"
     raise ArgvRefused(f"arg {name!r} is {kind}; its placeholder takes a string, a number or a boolean")
+
+
+def program_problem(target: TargetSpec, action: ActionSpec) -> str | None:
+    """Why `argv[0]` of a command action cannot be started, or None: what `cronwright check` verifies.
+
+    It is found as Popen finds it: a path with a slash from the target's cwd, a bare name on the PATH of
+    the command's own environment (the node's PATH only if `env` passes it through, else the default path).
+    """
+    program = action.argv[0]
+    label = f"[targets.{target.name}.actions.{action.name}]"
+    if "/" in program:
+        found = Path(target.cwd, program)
+        if not found.is_file():
+            return f"{label}: argv[0] {program!r} does not exist (read from {target.cwd})"
+        if not os.access(found, os.X_OK):
+            return f"{label}: argv[0] {program!r} is not executable: chmod +x {found}"
+        return None
+    path = os.environ.get("PATH") if "PATH" in target.env else None
+    search = path if path is not None else os.defpath
+    if shutil.which(program, path=search) is None:
+        return (
+            f"{label}: argv[0] {program!r} is not found on the command's PATH ({search}); "
+            "give its full path, or pass PATH through with env = [\"PATH\"]"
+        )
+    return None
 
 
 def environment(target: TargetSpec, call: Call) -> dict[str, str]:
