@@ -62,8 +62,6 @@ class Runtime:
                 self._config = load(self.config_path)
             except ConfigError as error:
                 fail(str(error))
-            if self._config.path is None and not self._logs:
-                click.echo(f"cronwright: note: {_defaults_note(self._config)}", err=True)
         return self._config
 
     def app(self, boot: bool = False) -> App:
@@ -75,6 +73,8 @@ class Runtime:
             from cronwright.targets.worker import Pool
 
             config = self.config
+            if config.path is None:
+                self._say_defaults(config)
             try:
                 registry = build_registry(config)
                 # As many idle workers as runs may be in flight: a burst that ends together must not see
@@ -90,25 +90,26 @@ class Runtime:
         request = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
         return self.app().protocol.dispatch(request, operator())
 
+    def _say_defaults(self, config: Config) -> None:
+        """One line on stderr (a log line once logs are on) before a store the user may not expect opens."""
+        note = (
+            "no config file (--config, $CRONWRIGHT_CONFIG, ./cronwright.toml): using the built-in defaults, "
+            f"with the store at {config.store_url}"
+        )
+        if self._logs:
+            say(_log, note, logging.WARNING, store=config.store_url)
+        else:
+            click.echo(f"cronwright: note: {note}", err=True)
+
     def log_to_stderr(self) -> None:
         """JSON lines on stderr, readable on a terminal (semantic 41): for serve, tick and mcp."""
         self._logs = True
-        config = self.config
-        configure_logs(config.node.tz)
-        if config.path is None:
-            say(_log, _defaults_note(config), logging.WARNING, store=config.store_url)
+        configure_logs(self.config.node.tz)
 
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
         if self._app is not None:
             self._app.close()
-
-
-def _defaults_note(config: Config) -> str:
-    return (
-        "no config file (--config, $CRONWRIGHT_CONFIG, ./cronwright.toml): using the built-in defaults, "
-        f"with the store at {config.store_url}"
-    )
 
 
 pass_runtime = click.make_pass_decorator(Runtime)
