@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 
 from cronwright.events import SKIP_REASONS, Event, EventKind
 from cronwright.logs import FIELDS
@@ -34,6 +34,8 @@ class MetricsSink:
     """Prometheus counters, one per event kind, labelled where a label has few values."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        # The client library's `_created` series double every family, and no alert reads them.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.runs = Counter(
             "cronwright_runs", "Attempts finished, by outcome.", ["outcome"], registry=registry
         )

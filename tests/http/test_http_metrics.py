@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
+import cronwright
 from cronwright.fronts.http import parse_listen
+from cronwright.model import Outcome, State
 from serving import Live, bearer
 
 
@@ -57,3 +59,34 @@ def test_listen_addresses_parse_with_their_port() -> None:
     assert parse_listen("127.0.0.1:8765") == ("127.0.0.1", 8765)
     assert parse_listen("[::1]:0") == ("::1", 0)
     assert parse_listen("localhost:80") == ("localhost", 80)
+
+
+def test_metrics_name_the_build_and_say_how_the_store_and_the_leases_stand(live: Live) -> None:
+    node = live.app.node
+    node.store.beat(node.id, node.clock.now())  # as a pass does
+    seen = samples(live)
+
+    [(labels, value)] = [(dict(key[1]), v) for key, v in seen.items() if key[0] == "cronwright_build_info"]
+    assert value == 1 and labels["version"] == cronwright.__version__ and labels["python"]
+    assert seen[("cronwright_store_up", ())] == 1
+    assert seen[("cronwright_store_degraded", ())] == 0
+    assert seen[("cronwright_leases_expired", ())] == 0
+    assert seen[("cronwright_due_lateness_seconds", ())] == 0
+    beat = seen[("cronwright_node_last_beat_timestamp_seconds", (("node", node.id),))]
+    assert beat == node.store.beats()[0].beat_at.timestamp()
+
+
+def test_every_labelled_counter_starts_at_0_and_no_created_series_is_exposed(live: Live) -> None:
+    reply = live.http.get("/metrics", headers=bearer("agent"))
+    families = {family.name: family for family in text_string_to_metric_families(reply.text)}
+    seen = samples(live)
+
+    for outcome in Outcome:
+        assert seen[("cronwright_runs_total", (("outcome", outcome.value),))] == 0
+        assert seen[("cronwright_run_duration_seconds_count", (("outcome", outcome.value),))] == 0
+    for reason in ("misfire", "overlap", "schedule_error"):
+        assert seen[("cronwright_skips_total", (("reason", reason),))] == 0
+    for state in State:
+        assert seen[("cronwright_jobs", (("state", state.value),))] == 0
+    assert not [name for name in families if name.endswith("_created")]
+    assert not [name for name, _ in seen if name.endswith("_created")]

@@ -27,7 +27,6 @@ from typing import Any
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -41,7 +40,7 @@ from cronwright.app import App
 from cronwright.errors import Invalid, MessageTooLarge
 from cronwright.fronts import mcp as mcp_front
 from cronwright.fronts.openapi import document
-from cronwright.node import Node
+from cronwright.metrics import NodeGauges
 from cronwright.sources import Source
 
 SOURCE_KEY = "cronwright.source"
@@ -136,25 +135,6 @@ def source_of(request: object) -> Source | None:
     scope = getattr(request, "scope", None)
     found = scope.get(SOURCE_KEY) if isinstance(scope, dict) else None
     return found if isinstance(found, Source) else None
-
-
-# --- metrics --------------------------------------------------------------------------------------------
-
-
-class NodeGauges:
-    """Gauges read at scrape time: jobs by state (in the store, so across nodes) and this node's runs."""
-
-    def __init__(self, node: Node) -> None:
-        self._node = node
-
-    def collect(self) -> Iterable[Metric]:
-        jobs = GaugeMetricFamily("cronwright_jobs", "Jobs by state.", labels=["state"])
-        for state, count in self._node.store.counts().items():
-            jobs.add_metric([state], count)
-        yield jobs
-        yield GaugeMetricFamily(
-            "cronwright_runs_in_flight", "Attempts running on this node now.", value=self._node.in_flight()
-        )
 
 
 # --- the app --------------------------------------------------------------------------------------------

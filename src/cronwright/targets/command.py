@@ -108,7 +108,7 @@ def program_problem(target: TargetSpec, action: ActionSpec) -> str | None:
     if shutil.which(program, path=search) is None:
         return (
             f"{label}: argv[0] {program!r} is not found on the command's PATH ({search}); "
-            "give its full path, or pass PATH through with env = [\"PATH\"]"
+            'give its full path, or pass PATH through with env = ["PATH"]'
         )
     return None
 
