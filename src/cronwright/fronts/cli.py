@@ -554,7 +554,7 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
 
     finish(reply, as_json, human)
     if run is None or run.get("outcome") != "ok":
-        sys.exit(3)  # the run ended other than ok, or its outcome is not known (DESIGN's CLI section)
+        sys.exit(3)  # the run ended other than ok, or its outcome is not known (docs/cli.md)
 
 
 def _last_attempt(runtime: Runtime, job_id: int, fire_id: str | None) -> Reply | None:
