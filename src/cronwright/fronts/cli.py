@@ -54,6 +54,7 @@ class Runtime:
         self._config: Config | None = None
         self._app: App | None = None
         self._logs = False  # True once stderr carries JSON log lines (serve, tick, mcp)
+        self.store_unused = False  # True for a verb that reads no jobs (preview): no defaults notice
 
     @property
     def config(self) -> Config:
@@ -73,7 +74,7 @@ class Runtime:
             from cronwright.targets.worker import Pool
 
             config = self.config
-            if config.path is None:
+            if config.path is None and not self.store_unused:
                 self._say_defaults(config)
             try:
                 registry = build_registry(config)
@@ -357,6 +358,7 @@ def preview(
         for index, firing in enumerate(shown["firings"]):
             click.echo(f"{'next':>12}: {firing}" if index == 0 else f"{'':>12}  {firing}")
 
+    runtime.store_unused = True  # a preview reads no jobs: the default store needs no notice
     reply = runtime.call("preview", expression=expression, tz=tz, after=after, count=count)
     if as_json and reply.get("ok"):
         # `preview --json` prints the preview itself (DESIGN, CLI), not the reply around it.
