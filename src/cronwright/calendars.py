@@ -1,0 +1,264 @@
+"""Named exclusion calendars (semantic 33), built once from `[calendars.NAME]` in the config.
+
+A calendar is a set of dates: listed dates, inclusive ranges, a country's (and region's) public holidays
+through the `holidays` package, and the days covered by the events of an ICS file read with `icalendar`.
+An occurrence is excluded when its nominal instant's date, read in the schedule's zone, is one of them, so
+"the 24th" means the 24th where the schedule lives, whatever the node's zone.
+
+Building a calendar reads its ICS file; after that every question is pure (it takes the instant and the
+zone). Holidays are computed per year on first use, under a lock, since passes ask from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import holidays
+import icalendar
+from dateutil.rrule import rrulestr
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cronwright.errors import ConfigError, Refusal
+from cronwright.timing.iso import as_utc
+
+# The most dates one ICS file (its recurring events expanded) may add: a bound on the work of loading it.
+MAX_ICS_DATES = 100_000
+# How far a recurring ICS event without an end is expanded (50 years).
+_RECUR_SPAN = timedelta(days=18263)
+
+
+class UnknownCalendar(Refusal):
+    code = "unknown_calendar"
+
+
+class CalendarConfig(BaseModel):
+    """One `[calendars.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    dates: list[date] = Field(default_factory=list)
+    ranges: list[tuple[date, date]] = Field(default_factory=list)
+    country: str | None = None
+    subdivision: str | None = None
+    ics: str | None = None
+
+    @field_validator("dates", mode="before")
+    @classmethod
+    def _dates(cls, value: object) -> object:
+        # TOML gives dates as dates or as strings ("2026-12-24"); both mean the same day.
+        return [_day(item) for item in value] if isinstance(value, list) else value
+
+    @field_validator("ranges", mode="before")
+    @classmethod
+    def _ranges(cls, value: object) -> object:
+        if not isinstance(value, list):
+            return value
+        spans = []
+        for item in value:
+            if not isinstance(item, list | tuple) or len(item) != 2:
+                raise ValueError("each range is a pair of dates, e.g. ['2026-12-27', '2026-12-31']")
+            first, last = _day(item[0]), _day(item[1])
+            if isinstance(first, date) and isinstance(last, date) and last < first:
+                raise ValueError(f"range [{first}, {last}] ends before it starts")
+            spans.append((first, last))
+        return spans
+
+
+def _day(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date: write YYYY-MM-DD") from None
+    return value
+
+
+@dataclass(frozen=True)
+class Calendar:
+    """The excluded dates of one named calendar. Ask `excludes(instant, zone)` or `reason(day)`."""
+
+    name: str
+    dates: frozenset[date] = frozenset()
+    ranges: tuple[tuple[date, date], ...] = ()
+    country: str | None = None
+    subdivision: str | None = None
+    _holidays: holidays.HolidayBase | None = field(default=None, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    def reason(self, day: date) -> str | None:
+        """Why `day` is excluded ("2026-12-25 is Christmas Day"), or None when it is not."""
+        if day in self.dates:
+            return f"{day} is listed in calendar '{self.name}'"
+        for first, last in self.ranges:
+            if first <= day <= last:
+                return f"{day} is in {first}..{last} of calendar '{self.name}'"
+        if self._holidays is not None:
+            with self._lock:  # the lookup computes the year's holidays on first use
+                holiday = self._holidays.get(day)
+            if holiday is not None:
+                return f"{day} is {holiday} ({self._where()})"
+        return None
+
+    def excludes_date(self, day: date) -> bool:
+        return self.reason(day) is not None
+
+    def excludes(self, instant: datetime, zone: ZoneInfo) -> bool:
+        """Whether the date of `instant`, read in `zone`, is excluded."""
+        return self.excludes_date(local_date(instant, zone))
+
+    def _where(self) -> str:
+        country = self.country or "?"
+        return country if self.subdivision is None else f"{country}-{self.subdivision}"
+
+
+def local_date(instant: datetime, zone: ZoneInfo) -> date:
+    """The date of `instant` on the wall clock of `zone`."""
+    return as_utc(instant).astimezone(zone).date()
+
+
+@dataclass(frozen=True)
+class Calendars(Mapping[str, Calendar]):
+    """The node's calendars by name: the one place a schedule's `exclude` list is checked and read."""
+
+    by_name: Mapping[str, Calendar] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Calendar:
+        return self.by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_name)
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    def check(self, names: Iterable[str]) -> None:
+        """Refuse (`unknown_calendar`) a name that no `[calendars.NAME]` defines."""
+        for name in names:
+            if name not in self.by_name:
+                known = ", ".join(sorted(self.by_name)) or "none are configured"
+                raise UnknownCalendar(
+                    f"unknown calendar {name!r}: define it as [calendars.{name}] in the config "
+                    f"(known: {known})",
+                    calendar=name,
+                )
+
+    def exclusion(self, names: Iterable[str], instant: datetime, zone: ZoneInfo) -> str | None:
+        """Why the occurrence at `instant` is excluded by one of `names`, read in `zone`; None if it is not.
+
+        A name no longer configured (a calendar removed from the config after the schedule was made)
+        excludes nothing: the schedule keeps firing rather than stopping on a missing table.
+        """
+        day = local_date(instant, zone)
+        for name in names:
+            calendar = self.by_name.get(name)
+            why = calendar.reason(day) if calendar is not None else None
+            if why is not None:
+                return why
+        return None
+
+
+NO_CALENDARS = Calendars()
+
+
+def build(name: str, config: CalendarConfig, folder: Path) -> Calendar:
+    """One calendar from its table; an ICS path is read from `folder` (the config file's folder)."""
+    dates = set(config.dates)
+    if config.ics is not None:
+        path = Path(config.ics)
+        dates |= read_ics(path if path.is_absolute() else folder / path, name)
+    table: holidays.HolidayBase | None = None
+    if config.country is not None:
+        try:
+            table = holidays.country_holidays(config.country, subdiv=config.subdivision)
+        except NotImplementedError as error:
+            raise ConfigError(f"calendars.{name}: {error}") from None
+    elif config.subdivision is not None:
+        raise ConfigError(f"calendars.{name}: subdivision {config.subdivision!r} needs a country")
+    return Calendar(name, frozenset(dates), tuple(config.ranges), config.country, config.subdivision, table)
+
+
+def from_config(tables: Mapping[str, CalendarConfig], folder: Path) -> Calendars:
+    return Calendars({name: build(name, table, folder) for name, table in tables.items()})
+
+
+# -- ICS files -------------------------------------------------------------------------------------
+
+
+def read_ics(path: Path, name: str) -> set[date]:
+    """The dates covered by the events of an ICS file, recurring events expanded (bounded)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"calendars.{name}: ics file {path} cannot be read: {error}") from error
+    try:
+        calendar = icalendar.Calendar.from_ical(data)
+    except ValueError as error:
+        raise ConfigError(f"calendars.{name}: ics file {path} is not iCalendar: {error}") from None
+    days: set[date] = set()
+    for event in calendar.walk("VEVENT"):
+        try:
+            days |= _event_days(event)
+        except (ValueError, TypeError, KeyError) as error:
+            raise ConfigError(
+                f"calendars.{name}: ics file {path}: event {event.get('SUMMARY', '?')!s}: {error}"
+            ) from None
+        if len(days) > MAX_ICS_DATES:
+            raise ConfigError(
+                f"calendars.{name}: ics file {path} covers more than {MAX_ICS_DATES} dates; split it"
+            )
+    return days
+
+
+def _event_days(event: Any) -> set[date]:
+    start_prop = event.get("DTSTART")
+    if start_prop is None:
+        return set()
+    start = start_prop.dt
+    length = _length(event, start)
+    starts: Iterable[Any] = [start]
+    if event.get("RRULE") is not None:
+        starts = _recurrences(event, start)
+    days: set[date] = set()
+    for first in starts:
+        days |= _covered(first, length)
+        if len(days) > MAX_ICS_DATES:
+            break
+    return days
+
+
+def _length(event: Any, start: Any) -> timedelta:
+    end_prop = event.get("DTEND")
+    if end_prop is not None:
+        return end_prop.dt - start  # type: ignore[no-any-return]
+    duration = event.get("DURATION")
+    if duration is not None:
+        return duration.dt  # type: ignore[no-any-return]
+    # RFC 5545: an all-day event without an end lasts one day, a timed one no time at all.
+    return timedelta(days=1) if not isinstance(start, datetime) else timedelta(0)
+
+
+def _covered(start: Any, length: timedelta) -> set[date]:
+    """The dates an event touches: an all-day DTEND is exclusive; a timed event covers each date it spans."""
+    if not isinstance(start, datetime):
+        count = max(1, length.days)
+        return {start + timedelta(days=offset) for offset in range(count)}
+    end = start + length
+    last = (end - timedelta(microseconds=1)).date() if length > timedelta(0) else start.date()
+    return {start.date() + timedelta(days=offset) for offset in range((last - start.date()).days + 1)}
+
+
+def _recurrences(event: Any, start: Any) -> Iterator[Any]:
+    rule_text = event.get("RRULE").to_ical().decode()
+    anchor = start if isinstance(start, datetime) else datetime(start.year, start.month, start.day)
+    rule = rrulestr(rule_text, dtstart=anchor)
+    horizon = anchor + _RECUR_SPAN
+    for count, instant in enumerate(rule):
+        if instant > horizon or count >= MAX_ICS_DATES:
+            return
+        yield instant if isinstance(start, datetime) else instant.date()
