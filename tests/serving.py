@@ -51,11 +51,12 @@ def bearer(source: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[source]}"}
 
 
-def make_app(tmp_path: Path) -> App:
+def make_app(tmp_path: Path, sources: dict[str, dict[str, Any]] | None = None) -> App:
+    """The app on a SQLite file in `tmp_path`, with SOURCES unless other `[sources]` are given."""
     config = parse(
         {
             "node": {"zone": "Europe/Berlin", "max_message_bytes": MAX_MESSAGE_BYTES, "max_lifetime": "90d"},
-            "sources": SOURCES,
+            "sources": SOURCES if sources is None else sources,
         }
     )
     clock = ManualClock(at(NOW))
@@ -82,8 +83,8 @@ class Live:
 
 
 @contextmanager
-def live_server(tmp_path: Path) -> Iterator[Live]:
-    app = make_app(tmp_path)
+def live_server(tmp_path: Path, sources: dict[str, dict[str, Any]] | None = None) -> Iterator[Live]:
+    app = make_app(tmp_path, sources)
     serving = Serving(create_app(app), "127.0.0.1:0")
     try:
         serving.start()

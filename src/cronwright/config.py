@@ -127,12 +127,23 @@ class TargetConfig(_Strict):
         return _duration(value)
 
 
+_Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class SourceConfig(_Strict):
-    token_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    # One digest, or a list of them so that a token can be rotated without downtime.
+    token_sha256: _Sha256 | list[_Sha256] | None = None
     targets: list[str] = Field(default_factory=list)
     max_schedules: int | None = Field(default=None, ge=0)
     min_period: Duration | None = None
     max_lifetime: Duration | None = None
+    max_mutations_per_minute: int | None = Field(default=None, ge=1)
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        if self.token_sha256 is None:
+            return ()
+        return (self.token_sha256,) if isinstance(self.token_sha256, str) else tuple(self.token_sha256)
 
     @field_validator("min_period", "max_lifetime", mode="before")
     @classmethod
@@ -184,7 +195,8 @@ class Config(_Strict):
             found.max_schedules,
             found.min_period,
             found.max_lifetime,
-            found.token_sha256,
+            found.tokens,
+            max_mutations_per_minute=found.max_mutations_per_minute,
         )
 
 

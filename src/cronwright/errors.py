@@ -94,6 +94,12 @@ class QuotaExceeded(Refusal):
     code = "quota_exceeded"
 
 
+class RateLimited(Refusal):
+    """A source made more changes than its `max_mutations_per_minute`; `retry_after` says when to retry."""
+
+    code = "rate_limited"
+
+
 class PeriodTooShort(Refusal):
     code = "period_too_short"
 

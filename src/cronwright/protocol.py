@@ -26,6 +26,7 @@ from cronwright.errors import (
     StoreError,
     UnknownAction,
 )
+from cronwright.ratelimit import MUTATIONS, MutationLimiter
 from cronwright.service import Service
 from cronwright.sources import Source
 
@@ -63,6 +64,7 @@ class Protocol:
     def __init__(self, service: Service, max_message_bytes: int = 65536) -> None:
         self.service = service
         self.max_message_bytes = max_message_bytes
+        self.mutations = MutationLimiter(service.node.clock)
 
     def handle(self, message: bytes | str, source: Source | None) -> dict[str, Any] | None:
         """Answers one message. An untrusted sender (no source) is dropped silently: None."""
@@ -108,6 +110,9 @@ class Protocol:
 
     def _act(self, request: dict[str, Any], source: Source) -> dict[str, Any]:
         action = request.get("action")
+        if isinstance(action, str) and action in MUTATIONS:
+            # Before any check: a source looping on refused changes costs the node as much as on real ones.
+            self.mutations.take(source)
         if not isinstance(action, str) or action not in MODELS:
             known = ", ".join(MODELS)
             meant = difflib.get_close_matches(str(action)[:50], MODELS, n=1)

@@ -16,8 +16,10 @@ class Source:
     max_schedules: int | None = None
     min_period: timedelta | None = None
     max_lifetime: timedelta | None = None
-    token_sha256: str | None = None
+    # Several digests let a token be rotated without downtime: add the new, move the callers, drop the old.
+    token_sha256: tuple[str, ...] = ()
     operator: bool = False
+    max_mutations_per_minute: int | None = None
 
     def allows(self, target: str, action: str) -> bool:
         """Fail-closed: a source with no patterns may schedule nothing."""

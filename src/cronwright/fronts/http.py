@@ -64,6 +64,7 @@ STATUS = {
     "job_terminal": 409,
     "message_too_large": 413,
     "at_max_concurrency": 429,
+    "rate_limited": 429,
     "store_unavailable": 503,
 }
 
@@ -89,14 +90,15 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 class Tokens:
-    """Picks the source whose `token_sha256` is the SHA-256 of a bearer token.
+    """Picks the source one of whose `token_sha256` values is the SHA-256 of a bearer token.
 
-    The digest is compared with every source's, each with `hmac.compare_digest` and without stopping at
-    a match, so the time taken says nothing about which source, if any, matched, or how closely.
+    The digest is compared with every digest of every source, each with `hmac.compare_digest` and
+    without stopping at a match, so the time taken says nothing about which source, if any, matched, or
+    how closely.
     """
 
     def __init__(self, sources: Iterable[Source]) -> None:
-        self._sources = [(s, s.token_sha256.encode()) for s in sources if s.token_sha256]
+        self._sources = [(s, digest.encode()) for s in sources for digest in s.token_sha256]
 
     def source(self, authorization: str | None) -> Source | None:
         scheme, _, token = (authorization or "").partition(" ")
@@ -246,7 +248,9 @@ def _source(request: Request) -> Source:
 
 
 def _json(reply: Reply) -> JSONResponse:
-    return JSONResponse(reply, status_code=status_of(reply))
+    retry_after = reply.get("retry_after")
+    headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) else None
+    return JSONResponse(reply, status_code=status_of(reply), headers=headers)
 
 
 def _number(text: str) -> int | str:

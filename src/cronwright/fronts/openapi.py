@@ -30,7 +30,8 @@ REFUSALS = {
     "409": "The job's state forbids it: name_taken, job_running, job_not_paused, job_not_active, "
     "job_terminal.",
     "413": "The body is over max_message_bytes (message_too_large); it was not parsed.",
-    "429": "The node is at max_concurrency (at_max_concurrency); try again shortly.",
+    "429": "The node is at max_concurrency (at_max_concurrency), or the source made more changes than "
+    "its max_mutations_per_minute (rate_limited, with retry_after and a Retry-After header).",
     "503": "The store failed (store_unavailable); try again.",
 }
 READ_CODES = ("400", "404", "503")
