@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cronwright.errors import ConfigError, Invalid
+from cronwright.notify.model import Transition
 from cronwright.sources import Source
 from cronwright.store.base import LEASE_BEAT, LEASE_TTL
 from cronwright.timing.durations import parse_duration
@@ -58,6 +59,8 @@ class NodeConfig(_Strict):
     # runs something, and one silent for `lease_ttl` is taken for dead. Shorter only for tests.
     lease_beat: Duration = LEASE_BEAT
     lease_ttl: Duration = LEASE_TTL
+    # Per-job Prometheus series (semantic 39) for at most this many jobs; 0 turns them off.
+    per_job_metrics: int = Field(default=10_000, ge=0, le=1_000_000)
 
     @field_validator(
         "max_lifetime",
@@ -151,11 +154,65 @@ class SourceConfig(_Strict):
         return None if value is None else _duration(value)
 
 
+# --- alerts: [notify.NAME] channels and [[alert]] rules (semantic 38; built by cronwright.notify.setup) ---
+
+
+class NotifyConfig(_Strict):
+    kind: Literal["webhook", "email", "apprise"]
+    timeout: Duration = timedelta(seconds=10)
+    # webhook (url, signing_secret) and apprise (url and urls, or url_secrets: secrets holding Apprise URLs)
+    url: str | None = None
+    signing_secret: str | None = None
+    urls: list[str] = Field(default_factory=list)
+    url_secrets: list[str] = Field(default_factory=list)
+    # email; username and password name secrets
+    smtp: str | None = None
+    sender: str | None = Field(default=None, alias="from")
+    to: list[str] = Field(default_factory=list)
+    username: str | None = None
+    password: str | None = None
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: object) -> timedelta:
+        return _duration(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> NotifyConfig:
+        from cronwright.notify.channels import smtp_url_problem
+
+        if self.kind == "webhook" and not (self.url and self.signing_secret):
+            raise ValueError("a webhook channel needs url and signing_secret (the name of a secret)")
+        if self.kind == "apprise" and not (self.url or self.urls or self.url_secrets):
+            raise ValueError("an apprise channel needs url, urls or url_secrets")
+        if self.kind == "email":
+            if not (self.smtp and self.sender and self.to):
+                raise ValueError("an email channel needs smtp, from and to")
+            problem = smtp_url_problem(self.smtp)
+            if problem:
+                raise ValueError(problem)
+        return self
+
+
+class AlertMatch(_Strict):
+    target: str | None = None  # a target.action pattern
+    source: str | None = None
+    name: str | None = None
+
+
+class AlertConfig(_Strict):
+    on: list[Transition] = Field(min_length=1)
+    match: AlertMatch = Field(default_factory=AlertMatch)
+    notify: list[str] = Field(min_length=1)
+
+
 class Config(_Strict):
     node: NodeConfig = Field(default_factory=NodeConfig)
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
     sources: dict[str, SourceConfig] = Field(default_factory=dict)
     seed: list[dict[str, Any]] = Field(default_factory=list)
+    notify: dict[str, NotifyConfig] = Field(default_factory=dict)
+    alert: list[AlertConfig] = Field(default_factory=list)
     path: str | None = None  # the file it was read from (absolute), set by `load`, never by the file
 
     @property
@@ -182,6 +239,17 @@ class Config(_Strict):
         if not file or file.endswith("/"):
             return url  # not a file: memory:, PostgreSQL, or a URL that open_store refuses by its form
         return prefix + str(self.beside(file))
+
+    @model_validator(mode="after")
+    def _alert_channels(self) -> Config:
+        for index, rule in enumerate(self.alert):
+            unknown = [name for name in rule.notify if name not in self.notify]
+            if unknown:
+                raise ValueError(
+                    f"alert[{index}] notifies {', '.join(unknown)}, not a [notify.NAME] channel; configured:"
+                    f" {', '.join(self.notify) or 'none'}"
+                )
+        return self
 
     def source(self, name: str) -> Source:
         found = self.sources.get(name)
