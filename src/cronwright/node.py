@@ -97,6 +97,7 @@ class Node:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._last_beat: datetime | None = None
+        self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
 
     # --- passes ---------------------------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class Node:
                 self._record_all(finished, now)
             else:
                 self._tend_due(now, report, finished)
+            self.last_pass_at = now
             return report
 
     def _beat(self, now: datetime, force: bool = False) -> bool:

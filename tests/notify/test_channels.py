@@ -21,6 +21,8 @@ from .receivers import SECRET, free_port, http_receiver
 from .smtp_receiver import self_signed, smtp_server
 
 SECRETS = Secrets(environ={"ALERT_SECRET": SECRET, "SMTP_USER": "cron", "SMTP_PASSWORD": "pw-123"})
+# One client for the module: each new one builds an SSL context, which is slow on a busy machine.
+CLIENT = httpx.Client()
 
 
 def payload() -> dict[str, object]:
@@ -29,7 +31,7 @@ def payload() -> dict[str, object]:
 
 
 def webhook(url: str, timeout: float = 5.0) -> WebhookChannel:
-    return WebhookChannel("ops", url, "ALERT_SECRET", timeout, httpx.Client(), SECRETS)
+    return WebhookChannel("ops", url, "ALERT_SECRET", timeout, CLIENT, SECRETS)
 
 
 def mail(port: int, *credentials: str, tls: ssl.SSLContext | None = None) -> EmailChannel:
@@ -68,7 +70,7 @@ def test_a_webhook_nobody_listens_on_is_not_delivered() -> None:
 
 
 def test_a_webhook_whose_secret_is_missing_fails_without_sending() -> None:
-    channel = WebhookChannel("ops", "http://127.0.0.1:9/", "NOPE", 1.0, httpx.Client(), SECRETS)
+    channel = WebhookChannel("ops", "http://127.0.0.1:9/", "NOPE", 1.0, CLIENT, SECRETS)
     with pytest.raises(DeliveryFailed, match="secret NOPE not set"):
         channel.send(payload())
 

@@ -20,6 +20,8 @@ from .receivers import SECRET, Receiver, http_receiver
 
 START = datetime.fromisoformat("2026-03-01T03:00:05+01:00")
 RULES = [Rule(on=frozenset(Transition), notify=("ops",))]
+# One client for the module: each new one builds an SSL context, which is slow on a busy machine.
+CLIENT = httpx.Client()
 
 
 def made(count: int) -> list[Notification]:
@@ -28,7 +30,7 @@ def made(count: int) -> list[Notification]:
 
 def channels(receiver: Receiver) -> dict[str, Channel]:
     secrets = Secrets(environ={"ALERT_SECRET": SECRET})
-    return {"ops": WebhookChannel("ops", receiver.url, "ALERT_SECRET", 5.0, httpx.Client(), secrets)}
+    return {"ops": WebhookChannel("ops", receiver.url, "ALERT_SECRET", 5.0, CLIENT, secrets)}
 
 
 def test_a_notification_is_delivered_once_and_then_left_alone() -> None:

@@ -41,6 +41,7 @@ from cronwright.errors import Invalid, MessageTooLarge
 from cronwright.fronts import mcp as mcp_front
 from cronwright.fronts.openapi import document
 from cronwright.metrics import NodeGauges
+from cronwright.notify.gauges import AlertGauges
 from cronwright.sources import Source
 
 SOURCE_KEY = "cronwright.source"
@@ -148,6 +149,9 @@ class _Api:
         self.limit = app.protocol.max_message_bytes
         self.gauges = CollectorRegistry()
         self.gauges.register(NodeGauges(app.node))
+        node, limit = app.node, app.config.node.per_job_metrics
+        store = node.store
+        self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit, lambda: store.persistence))
 
     async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         source = _source(request)
