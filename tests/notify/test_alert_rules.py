@@ -74,7 +74,7 @@ def test_the_rules_fire_on_a_real_nodes_series_once_it_stops(live: Live, tmp_pat
         *series(seen, "cronwright_job_last_success_timestamp_seconds", now, shift=True),
         *series(seen, "cronwright_job_period_seconds", now, shift=False),
         *series(seen, "cronwright_last_pass_timestamp_seconds", now, shift=True),
-        *series(seen, "cronwright_persistence_degraded", now, shift=False),
+        *series(seen, "cronwright_store_degraded", now, shift=False),
     ]
     job = {
         "exp_labels": {
@@ -126,7 +126,7 @@ def test_the_rules_fire_on_a_real_nodes_series_once_it_stops(live: Live, tmp_pat
                 "interval": "1m",
                 "input_series": [
                     {
-                        "series": 'cronwright_persistence_degraded{instance="node-a"}',
+                        "series": 'cronwright_store_degraded{instance="node-a"}',
                         "values": "0 0 1 1 1 1 0",
                     }
                 ],

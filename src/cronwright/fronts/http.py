@@ -151,7 +151,7 @@ class _Api:
         self.gauges.register(NodeGauges(app.node))
         node, limit = app.node, app.config.node.per_job_metrics
         store = node.store
-        self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit, lambda: store.persistence))
+        self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit))
 
     async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         source = _source(request)
