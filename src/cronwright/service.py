@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright import engine, fields
+from cronwright import dryrun, engine, fields
 from cronwright.allowlist import Allowlist
 from cronwright.errors import (
     ImmutableField,
@@ -340,6 +340,7 @@ class Service:
         if not isinstance(data, dict):
             raise Invalid("job", "'job' must be an object with name, target, action and schedule (or run_at)")
         fields.only(data, JOB_FIELDS, "'job'")
+        dry = fields.flag(request, "dry_run")
         now = self.node.clock.now()
         name = fields.name(data)
         target = fields.required_text(data, "target")
@@ -378,7 +379,7 @@ class Service:
             if dedupe_key is not None:
                 existing = self._deduped(dedupe_key, once, source)
                 if existing is not None:
-                    return {"job": self.row(existing), "deduped": True}
+                    return {"job": self.row(existing), "deduped": True, **({"dry_run": True} if dry else {})}
             if isinstance(schedule, AtSchedule) and schedule.at >= ends_at:
                 raise Invalid(
                     "run_at", "'run_at' is at or after the end of the job's lifetime; give a longer lifetime"
@@ -393,6 +394,8 @@ class Service:
                     else ("; names are shared by every source: choose another")
                 )
                 raise NameTaken(f"a job named '{name}' exists{yours}")
+            if dry:
+                return self._dry(engine.arm(job, now), source, adds=1)
             stored = self.store.insert(engine.arm(job, now))
         self.node.wake()
         return {"job": self.row(stored), "persistence": self.store.persistence.value}
@@ -421,6 +424,11 @@ class Service:
                 max_schedules=source.max_schedules,
             )
 
+    def _dry(self, job: Job, source: Source, adds: int) -> dict[str, Any]:
+        """A dry run's reply: what the request would leave, written nowhere (DESIGN, protocol)."""
+        used = self.store.count_live(source.name) + adds
+        return dryrun.reply(self.row(job), job, used, source.max_schedules, self.zone)
+
     def _save(self, job: Job) -> dict[str, Any]:
         """Writes an operator's change; on a lost race the request is refused, never half-applied."""
         written = self.store.save([job])[0]
@@ -442,6 +450,7 @@ class Service:
                 raise ImmutableField(f"'{key}' cannot change; create a new job for another {key}", field=key)
         fields.only(changes, MUTABLE, "'changes'")
         engine.check_updatable(job)
+        dry = fields.flag(request, "dry_run")
         now = self.node.clock.now()
         updated = job.evolve(updated_at=now, **self._knobs(changes, job))
         if "name" in changes:
@@ -472,14 +481,16 @@ class Service:
             updated = updated.evolve(next_run_at=None)
         if updated.evolve(updated_at=job.updated_at) == job:
             # Nothing changed (an unchanged seed at boot, say): nothing is written.
+            if dry:
+                return self._dry(job, source, adds=0)
             return {"job": self.row(job), "persistence": self.store.persistence.value}
         if updated.state.live and not job.state.live:
             # A renewal brings the job back to life, so it counts against the quota again: checked and
             # written in one exclusive section, as a create is, so racing renewals cannot both pass.
             with self._create_lock, self.store.exclusive():
                 self._check_quota(source)
-                return self._save(updated)
-        return self._save(updated)
+                return self._dry(updated, source, adds=1) if dry else self._save(updated)
+        return self._dry(updated, source, adds=0) if dry else self._save(updated)
 
     def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)

@@ -129,6 +129,11 @@ class Reply(Row):
     request_id: str | None = Field(None, description="The request's request_id, echoed.")
 
 
+class Quota(Row):
+    used: int = Field(description="The source's live schedules once the request were made.")
+    max: int | None = Field(description="Its max_schedules (null: no limit).")
+
+
 class JobReply(Reply):
     """A schedule that was made, changed or removed (create_job, update, pause, resume, run_now, delete)."""
 
@@ -136,6 +141,11 @@ class JobReply(Reply):
     job: JobRow | Unreadable
     persistence: Persistence | None = Field(None, description="How durably the change was stored.")
     deduped: bool | None = Field(None, description="True when a create found the schedule of its dedupe_key.")
+    # A dry run (`dry_run: true` on create_job or update) writes nothing and says what would be.
+    dry_run: bool | None = Field(None, description="True when nothing was written: a dry run's answer.")
+    firings: list[str] | None = Field(None, description="A dry run's next five firings (ISO-8601).")
+    ends_at: str | None = Field(None, description="A dry run's end of the lifetime (" + ISO + ")")
+    quota: Quota | None = Field(None, description="A dry run's count of live schedules against the limit.")
 
 
 class GetReply(Reply):

@@ -251,6 +251,13 @@ RequestId = Annotated[
 JobName = Annotated[Text | None, Field(description="The schedule's name. Give this or job_id.")]
 JobId = Annotated[Id | None, Field(description="The schedule's id, instead of its name.")]
 Limit = Annotated[int, whole(1, LIST_PAGE_MAX)]
+DryRun = Annotated[
+    Flag | None,
+    Field(
+        description="true: check everything exactly as for the real request, write nothing, and answer "
+        "with the schedule it would make, its next five firings and the quota it would use."
+    ),
+]
 
 
 def _example(request: dict[str, Any]) -> ConfigDict:
@@ -291,6 +298,7 @@ class CreateJob(Request):
 
     action: Literal["create_job"]
     job: JobSpec
+    dry_run: DryRun = None
 
     model_config = _example({"action": "create_job", "job": {"name": "nightly-report", "target": "reports",
                  "action": "daily", "args": {"team": "ops"},
@@ -303,6 +311,7 @@ class Update(ByJob):
 
     action: Literal["update"]
     changes: Annotated[Changes, Field(description="The fields to change.")]
+    dry_run: DryRun = None
 
     model_config = _example(
         {"action": "update", "name": "nightly-report", "changes": {"schedule": {"cron": "30 7 * * *"}}}

@@ -395,6 +395,11 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--breaker", type=int, help="Failed occurrences in a row that pause the job (0: never)."
         ),
+        click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Check everything, write nothing: show the schedule, its next five firings and the quota.",
+        ),
         json_option,
     ]
     for option in reversed(options):
@@ -413,8 +418,10 @@ def job_fields(
     max_attempts: int | None,
     retry_backoff: str | None,
     breaker: int | None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """The protocol's job fields for the options given; nothing for an option left out."""
+    """The protocol's job fields for the options given; nothing for an option left out (`dry_run` is the
+    request's, not the job's: the verbs read it themselves)."""
     fields: dict[str, Any] = {}
     kinds = [kind for kind in (cron, every, at) if kind is not None]
     if len(kinds) > 1:
@@ -451,14 +458,17 @@ _MS = parse_duration("1s") / 1000
 
 
 def changed(runtime: Runtime, reply: Reply) -> Reply:
-    """After a change, wake any node serving on this host, so the change lands live."""
-    if reply.get("ok"):
+    """After a change, wake any node serving on this host, so the change lands live (a dry run is none)."""
+    if reply.get("ok") and not reply.get("dry_run"):
         wake_local_nodes(runtime.app().node.store)
     return reply
 
 
 def say_job(verb: str) -> Callable[[Reply], None]:
     def human(reply: Reply) -> None:
+        if reply.get("dry_run") and "firings" in reply:
+            say_dry_run(verb, reply)
+            return
         job = reply["job"]
         note = " (already there: deduped)" if reply.get("deduped") else ""
         persistence = reply.get("persistence")
@@ -467,6 +477,26 @@ def say_job(verb: str) -> Callable[[Reply], None]:
                    f"ends {job['ends_at']}")  # fmt: skip
 
     return human
+
+
+def say_dry_run(verb: str, reply: Reply) -> None:
+    """A dry run for people: what would be, and that nothing was written."""
+    job, quota = reply["job"], reply["quota"]
+    limit = f" of {quota['max']}" if quota["max"] is not None else ""
+    owner = job["created_by"]
+    click.echo(
+        f"dry run: nothing {verb}. {job['name']} would be {job['state']}, ends {reply['ends_at']}, "
+        f"{quota['used']}{limit} live schedules of {owner}"
+    )
+    for index, firing in enumerate(reply["firings"]):
+        click.echo(f"{'next' if index == 0 else '':>6}  {firing}")
+    if not reply["firings"]:
+        click.echo("  next  none within its lifetime")
+
+
+def _dry(options: dict[str, Any]) -> dict[str, Any]:
+    """The request's `dry_run` field, if --dry-run was given."""
+    return {"dry_run": True} if options.get("dry_run") else {}
 
 
 @cli.command()
@@ -487,7 +517,8 @@ def add(runtime: Runtime, /, name: str, target: str, action: str, dedupe_key: st
         job["dedupe_key"] = dedupe_key
     if once:
         job["once"] = True
-    finish(changed(runtime, runtime.call("create_job", job=job)), as_json, say_job("added"))
+    reply = runtime.call("create_job", job=job, **_dry(options))
+    finish(changed(runtime, reply), as_json, say_job("added"))
 
 
 @cli.command()
@@ -511,7 +542,8 @@ def update(runtime: Runtime, /, name: str, new_name: str | None, as_json: bool, 
         changes["name"] = new_name
     if not changes:
         raise click.UsageError("nothing to change: give at least one option")
-    finish(changed(runtime, runtime.call("update", name=name, changes=changes)), as_json, say_job("updated"))
+    reply = runtime.call("update", name=name, changes=changes, **_dry(options))
+    finish(changed(runtime, reply), as_json, say_job("updated"))
 
 
 def _simple(verb: str, action: str, doc: str) -> None:

@@ -27,7 +27,18 @@ from pydantic.fields import FieldInfo
 
 from cronwright.declare import replies
 from cronwright.declare.refusals import refusal
-from cronwright.declare.requests import Changes, Get, History, JobSpec, ListJobs, Model, Preview, Request
+from cronwright.declare.requests import (
+    Changes,
+    CreateJob,
+    Get,
+    History,
+    JobSpec,
+    ListJobs,
+    Model,
+    Preview,
+    Request,
+    Update,
+)
 from cronwright.declare.types import Flag, whole
 from cronwright.node import Node
 from cronwright.protocol import Protocol
@@ -124,13 +135,15 @@ class ToolSpec:
 
     def request(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         given = {key: value for key, value in arguments.items() if value is not None}
+        # `dry_run` is the request's, not the job's or the changes'.
+        dry = {"dry_run": given.pop("dry_run")} if "dry_run" in given else {}
         if self.action == "create_job":
-            return {"action": "create_job", "job": given}
+            return {"action": "create_job", "job": given, **dry}
         if self.action == "update":
             ref: dict[str, Any] = {key: given.pop(key) for key in ("name", "job_id") if key in given}
             if "new_name" in given:
                 given["name"] = given.pop("new_name")
-            return {"action": "update", **ref, "changes": given}
+            return {"action": "update", **ref, "changes": given, **dry}
         given.pop("verbose", None)
         return {"action": self.action, **given}
 
@@ -155,11 +168,14 @@ def _specs() -> list[ToolSpec]:
 
     return [
         spec("schedules_create", "Create a schedule", _change(destructive=False, idempotent=False),
-             _arguments("schedules_create", **_fields(JobSpec)), "create_job", job, """
+             _arguments("schedules_create", **_fields(JobSpec), **_fields(CreateJob, "job")), "create_job",
+             job, """
              Create a schedule that runs one action of an allowlisted target, with fixed args, on a cron
              expression, a fixed period or a single instant, until its lifetime ends. Call
              schedules_targets for the targets you may use and schedules_preview to check an expression
-             first. Answers with the schedule as stored (next_run_at, ends_at, ...)."""),
+             first. Answers with the schedule as stored (next_run_at, ends_at, ...). With dry_run, nothing
+             is created: the answer is the schedule it would make, its next five firings and the quota it
+             would use."""),
         spec("schedules_list", "List schedules", read, LIST_ARGUMENTS, "list", replies.ShortListReply, f"""
              List your schedules, ordered by name: short rows (name, target, schedule, state, next run,
              end, last outcome) unless verbose. One page of at most {MCP_LIST_PAGE} by default: when more
@@ -167,12 +183,14 @@ def _specs() -> list[ToolSpec]:
         spec("schedules_get", "Show a schedule", read, _arguments("schedules_get", **by_job), "get",
              replies.GetReply, "Show one of your schedules, whole, and its ten most recent runs."),
         spec("schedules_update", "Update a schedule", edit,
-             _arguments("schedules_update", **by_job, **_fields(Changes, name="new_name")), "update", job,
+             _arguments("schedules_update", **by_job, **_fields(Changes, name="new_name"),
+                        **_fields(Update, "name", "job_id", "changes")), "update", job,
              """
              Change a schedule: its timing, args, lifetime, name (new_name) or policies (the target and
              action never change). Arguments left out keep their values; a new schedule re-arms from now.
              Without a lifetime the end stays where it is; a lifetime is read from now and renews an
-             expired schedule. Refused while the schedule runs."""),
+             expired schedule. Refused while the schedule runs. With dry_run, nothing changes: the answer is
+             the schedule as it would be and its next five firings."""),
         spec("schedules_delete", "Delete a schedule", edit, _arguments("schedules_delete", **by_job),
              "delete", job, """
              Delete a schedule for good; answers with the row that went. A run in flight finishes and
@@ -320,6 +338,16 @@ def lean(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def summary(action: str, reply: Mapping[str, Any]) -> str:
     """One line saying what the reply holds; the reply itself is the structured content."""
+    if reply.get("dry_run") and "firings" in reply:
+        job = reply["job"]
+        firings = ", ".join(reply["firings"][:5]) or "none"
+        quota = reply["quota"]
+        limit = f" of {quota['max']}" if quota["max"] is not None else ""
+        return (
+            f"dry run, nothing written: '{job['name']}' ({job['target']}.{job['action']}) would be "
+            f"{job['state']}, firing {firings}; ends {reply['ends_at']}; you would have "
+            f"{quota['used']}{limit} live schedules"
+        )
     if "job" in reply:
         job = reply["job"]
         said = (

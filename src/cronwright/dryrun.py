@@ -1,0 +1,39 @@
+"""What a create or an update would do, said without doing it (`dry_run: true`): the schedule it would
+leave, its next firings and the quota it would use. Pure: it takes the would-be job and the counts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronwright import engine
+from cronwright.model import Job
+from cronwright.timing.iso import render
+
+FIRINGS = 5  # how many firings a dry run shows (DESIGN, protocol)
+
+
+def firings(job: Job, count: int = FIRINGS) -> list[datetime]:
+    """The job's next `count` occurrences from its `next_run_at`, within its lifetime."""
+    found: list[datetime] = []
+    instant = job.next_run_at
+    while instant is not None and instant < job.ends_at and len(found) < count:
+        found.append(instant)
+        following = engine.upcoming(job, instant)
+        if following is not None and following <= instant:
+            break  # a walk that does not move on would never end
+        instant = following
+    return found
+
+
+def reply(row: dict[str, Any], job: Job, used: int, limit: int | None, zone: ZoneInfo) -> dict[str, Any]:
+    """A dry run's reply: the would-be row, its firings, its end, and the source's live schedules once
+    the request were made (`used`) against its `max_schedules` (`max`, null without one)."""
+    return {
+        "dry_run": True,
+        "job": row,
+        "firings": [render(instant, zone) for instant in firings(job)],
+        "ends_at": render(job.ends_at, zone),
+        "quota": {"used": used, "max": limit},
+    }
