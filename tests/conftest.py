@@ -130,12 +130,12 @@ def make_harness(
     grace: timedelta = timedelta(seconds=60),
     max_concurrency: int = 16,
     boot: bool = True,
+    node_id: str | None = None,
 ) -> Harness:
     runner = runner or ScriptedRunner()
     events = MemorySink()
-    node = Node(
-        store, runner, clock, events, NodeSettings(misfire_grace=grace, max_concurrency=max_concurrency)
-    )
+    settings = NodeSettings(misfire_grace=grace, max_concurrency=max_concurrency)
+    node = Node(store, runner, clock, events, settings, node_id=node_id)
     service = Service(node, ALLOWED, Limits(zone, misfire_grace=grace))
     harness = Harness(clock, runner, events, node, service, Protocol(service), store)
     if boot:

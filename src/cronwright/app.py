@@ -11,7 +11,7 @@ from cronwright.allowlist import Allowlist
 from cronwright.clock import Clock, SystemClock
 from cronwright.config import Config
 from cronwright.events import EventSink, FanOut
-from cronwright.node import Node, NodeSettings
+from cronwright.node import Node, NodeSettings, new_node_id
 from cronwright.protocol import Protocol
 from cronwright.runner import Runner
 from cronwright.seeds import SEED_SOURCE, upsert_seeds
@@ -43,7 +43,11 @@ def build(
     store: Backend | None = None,
     sinks: tuple[EventSink, ...] = (),
     seed: bool = True,
+    serving: bool = False,
+    short_lived: bool = False,
 ) -> App:
+    """`serving` for `cronwright serve` (its id says so, and run_now is handed to it); `short_lived` for a
+    process with no scheduling loop, which hands its run_now to a serving node (semantic 28)."""
     settings = config.node
     metrics = CollectorRegistry()
     events = FanOut([LogSink(), MetricsSink(metrics), *sinks])
@@ -59,6 +63,8 @@ def build(
             lease_beat=settings.lease_beat,
             lease_ttl=settings.lease_ttl,
         ),
+        node_id=new_node_id(serving),
+        short_lived=short_lived,
     )
     limits = Limits(settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace)
     service = Service(node, allowlist, limits)

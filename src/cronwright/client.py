@@ -173,8 +173,8 @@ class Client:
     def resume(self, name: str | None = None, *, job_id: int | None = None) -> replies.JobReply:
         return self._typed(replies.JobReply, "resume", name=name, job_id=job_id)
 
-    def run_now(self, name: str | None = None, *, job_id: int | None = None) -> replies.JobReply:
-        return self._typed(replies.JobReply, "run_now", name=name, job_id=job_id)
+    def run_now(self, name: str | None = None, *, job_id: int | None = None) -> replies.RunNowReply:
+        return self._typed(replies.RunNowReply, "run_now", name=name, job_id=job_id)
 
     def delete(self, name: str | None = None, *, job_id: int | None = None) -> replies.JobReply:
         return self._typed(replies.JobReply, "delete", name=name, job_id=job_id)

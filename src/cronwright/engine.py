@@ -230,6 +230,10 @@ def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
 
 
 def _retry(job: Job, flight: InFlight, now: datetime, rules: Rules) -> Decision:
+    if flight.waiting_for_a_node and now >= job.ends_at:
+        # A handed-off run_now that no node took before the end: it never started, so nothing is
+        # recorded, and the job expires as it would have.
+        return _expire(job.evolve(state=State.ACTIVE, in_flight=None))
     if now >= job.ends_at:
         # Never fire at or after the end, not even a retry: the occurrence ends with its last failure.
         last = job.last_run
@@ -397,7 +401,8 @@ def release(job: Job) -> Job:
     """
     flight = job.in_flight
     assert flight is not None and flight.node is not None
-    if flight.attempt > 1:
+    if flight.attempt > 1 or flight.handed_off:
+        # A retry, or a handed-off run_now, waits again for a pass to take it.
         waiting = replace(flight, attempt=flight.attempt - 1, node=None, retry_at=flight.started_at)
         return job.evolve(in_flight=waiting)
     armed = job.evolve(state=State.ACTIVE, in_flight=None, occurrences=job.occurrences - 1)
@@ -461,6 +466,34 @@ def run_now(job: Job, now: datetime, rules: Rules) -> Decision:
 
     A cron job stays on its grid; an `every` job re-phases to now + period.
     """
+    return claim(_moved_for_a_manual_run(job, now), now, now, rules, manual=True)
+
+
+def hand_off(job: Job, now: datetime) -> Job:
+    """A run_now left in the store for a serving node to run (semantic 28), refused as `run_now` is.
+
+    Its occurrence is claimed for nobody: it waits at attempt 0, due now, and the first pass of any
+    node takes it (`take`), as it takes a pending retry. The job is `running` meanwhile, so no second
+    run_now, update or overlapping firing starts beside it, and the requester may go away.
+    """
+    moved = _moved_for_a_manual_run(job, now)
+    sequence = moved.occurrences + 1
+    flight = InFlight(
+        f"{job.id}-{sequence}", now, 0, now, node=None, manual=True, retry_at=now, handed_off=True
+    )
+    return moved.evolve(state=State.RUNNING, in_flight=flight, occurrences=sequence)
+
+
+def take(job: Job, now: datetime, rules: Rules) -> Decision | None:
+    """Claims a handed-off run_now for `rules.node`, as a pass would; None if it is not waiting."""
+    flight = job.in_flight
+    if job.state is not State.RUNNING or flight is None or not flight.waiting_for_a_node:
+        return None
+    return _retry(job, flight, now, rules)
+
+
+def _moved_for_a_manual_run(job: Job, now: datetime) -> Job:
+    """`job` as a manual run leaves its schedule, or a refusal (DESIGN semantic 12)."""
     if job.state is not State.ACTIVE:
         _refuse_unless_active(job, "run now")
     problem = schedule_problem(job.schedule)
@@ -468,10 +501,10 @@ def run_now(job: Job, now: datetime, rules: Rules) -> Decision:
         # Its run would end the job `failed` anyway (see `_conclude`); the refusal says how to repair it.
         raise Invalid("schedule", f"'{job.name}' cannot run: {problem}; update it with a valid schedule")
     if isinstance(job.schedule, EverySchedule):
-        job = job.evolve(next_run_at=_within_life(job, now + job.schedule.period))
-    elif job.one_shot:
-        job = job.evolve(next_run_at=None)
-    return claim(job, now, now, rules, manual=True)
+        return job.evolve(next_run_at=_within_life(job, now + job.schedule.period))
+    if job.one_shot:
+        return job.evolve(next_run_at=None)
+    return job
 
 
 def check_updatable(job: Job) -> None:

@@ -100,6 +100,10 @@ class InFlight:
 
     Exactly one of two holds: node `node` is running attempt `attempt` (started at `started_at`, and
     covered by that node's lease), or the occurrence waits for its next attempt at `retry_at`.
+
+    A `handed_off` occurrence is a `run_now` that a short-lived process (the CLI, a stdio MCP server)
+    left in the store for a serving node to run (semantic 28): it waits at attempt 0 until a pass
+    takes it, as it would a retry, so it survives its requester.
     """
 
     fire_id: str
@@ -109,6 +113,12 @@ class InFlight:
     node: str | None
     manual: bool = False
     retry_at: datetime | None = None
+    handed_off: bool = False
+
+    @property
+    def waiting_for_a_node(self) -> bool:
+        """A handed-off run_now that no node has taken yet."""
+        return self.handed_off and self.attempt == 0
 
 
 @dataclass(frozen=True, slots=True)

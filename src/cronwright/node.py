@@ -63,8 +63,19 @@ class PassReport:
     recovered: list[str] = field(default_factory=list)
 
 
-def new_node_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+# The last part of a serving node's id (`cronwright serve`): what a short-lived process looks for in the
+# beats to hand a run_now to (semantic 28). Other processes' ids have three parts.
+SERVING = "serve"
+
+
+def new_node_id(serving: bool = False) -> str:
+    """`host:pid:random`, and `:serve` for a node that runs a scheduling loop until it is stopped."""
+    base = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    return f"{base}:{SERVING}" if serving else base
+
+
+def is_serving(node_id: str) -> bool:
+    return node_id.rsplit(":", 1)[-1] == SERVING
 
 
 class Node:
@@ -76,8 +87,12 @@ class Node:
         events: EventSink,
         settings: NodeSettings | None = None,
         node_id: str | None = None,
+        short_lived: bool = False,
     ) -> None:
         self.id = node_id or new_node_id()
+        # A process that runs no scheduling loop (the CLI, a stdio MCP server) hands its run_now to a
+        # serving node when there is one (semantic 28).
+        self.short_lived = short_lived
         self.settings = settings or NodeSettings()
         self.store: Store = ResilientStore(store, events)
         self.clock = clock
@@ -461,6 +476,85 @@ class Node:
                     return claimed
             raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
 
+    def serving_peer(self) -> str | None:
+        """A serving node that beat lately, to hand a run_now to (semantic 28); None if there is none.
+
+        An idle serving node beats only at its safety wake-up, so a beat counts for that long on top of
+        the lease. A node that died within that window takes nothing: `wait_for_hand_off` then takes
+        the run back, so a hand-off can be late, never lost.
+        """
+        now = self.clock.now()
+        fresh = now - self.settings.lease_ttl - self.settings.safety_interval
+        peers = sorted(
+            (beat for beat in self.store.beats() if is_serving(beat.node) and beat.node != self.id),
+            key=lambda beat: beat.beat_at,
+            reverse=True,
+        )
+        return next((beat.node for beat in peers if beat.beat_at > fresh), None)
+
+    def hand_off(self, job_id: int) -> Job:
+        """Leaves a run_now of an active job in the store for a serving node (engine.hand_off)."""
+        with self._lock:
+            state = "unknown"
+            for _ in range(CAS_TRIES):
+                job = self.store.get(job_id)
+                if job is None:
+                    raise NotFound(f"no job with id {job_id}")
+                state = job.state.value
+                queued = engine.hand_off(job, self.clock.now())
+                if self._won(self.store.save([queued], keep=False)[0]):
+                    return queued.evolve(version=queued.version + 1)
+            raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
+
+    def take(self, job_id: int) -> Job | None:
+        """Claims and starts a handed-off run_now that no node has taken; None if it was taken."""
+        with self._lock:
+            self._beat(self.clock.now(), force=True)
+            for _ in range(CAS_TRIES):
+                job = self.store.get(job_id)
+                decision = None if job is None else engine.take(job, self.clock.now(), self.rules)
+                if decision is None:
+                    return None
+                if self._won(self.store.save([], claims=[decision.job])[0]):
+                    assert decision.fire is not None
+                    claimed = decision.job.evolve(version=decision.job.version + 1)
+                    self._dispatch(claimed, decision.fire)
+                    return claimed
+            return None
+
+    def wait_for_hand_off(self, job_id: int, fire_id: str, poll: float = 0.1) -> None:
+        """Waits until the handed-off occurrence `fire_id` has ended, whoever ran it.
+
+        A serving node that has not taken it within a lease (it died since its last beat, or its
+        slots stay full) loses it to this process, which takes it and runs it itself.
+        """
+        taken_by = None
+        patience = self.settings.lease_ttl.total_seconds()
+        deadline = time.monotonic() + patience
+        while True:
+            job = self.store.get(job_id)
+            flight = None if job is None else job.in_flight
+            if flight is None or flight.fire_id != fire_id:
+                return  # over, or deleted
+            if flight.node == self.id:
+                self.wait_for_runs()
+                return
+            if flight.node != taken_by:
+                taken_by, deadline = flight.node, time.monotonic() + patience
+            if time.monotonic() >= deadline:
+                if taken_by is None and self.take(job_id) is not None:
+                    log.warning("no serving node took %s in %.0fs: this process runs it", fire_id, patience)
+                    self.wait_for_runs()
+                    return
+                if taken_by is not None:
+                    # Its node may have died mid-run: once its lease is out, the run is recorded
+                    # `interrupted` here, as any pass would, rather than waited for forever.
+                    with self._lock:
+                        self._recover(self.clock.now(), PassReport())
+                deadline = time.monotonic() + 1.0
+            if self._stopping.wait(poll):
+                return  # this process is stopping; whoever runs the occurrence records it
+
     # --- the loop -------------------------------------------------------------------------------
 
     def wake(self) -> None:
@@ -527,6 +621,15 @@ class Node:
                     log.warning("a scheduling pass failed again (%d in a row): %s", failures, error)
                 self._stopping.wait(delay)
                 self._wake.set()
+
+    def interrupt_runs(self, why: str) -> None:
+        """Stops every run in flight now, each recorded `interrupted` as it ends, and claims nothing
+        more: for a short-lived process that is being stopped (semantic 28)."""
+        if self._running:
+            log.warning("%s: stopping %d runs in flight, recorded interrupted", why, len(self._running))
+        self._stopping.set()
+        self._wake.set()
+        self._runner.close()
 
     def stop(self) -> None:
         """Stops claiming, lets runs in flight finish within the shutdown grace, and interrupts the rest."""

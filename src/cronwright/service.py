@@ -508,6 +508,12 @@ class Service:
 
     def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
+        # A process that will not outlive its request leaves the run to a serving node (semantic 28).
+        peer = self.node.serving_peer() if self.node.short_lived else None
+        if peer is not None:
+            queued = self.node.hand_off(job.id)
+            reply = {"job": self.row(queued), "persistence": self.store.inner.persistence.value}
+            return reply | {"handed_to": peer}
         claimed = self.node.run_now(job.id)
         return {"job": self.row(claimed), "persistence": self.store.inner.persistence.value}
 

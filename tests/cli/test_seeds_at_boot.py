@@ -108,3 +108,23 @@ def test_a_changed_seed_is_updated_in_place_and_keeps_its_next_run(cw: Cronwrigh
     after = cw.show("beat", at="2026-03-02T09:30:10+01:00")["job"]
     assert (after["id"], after["max_attempts"]) == (before["id"], 3)
     assert after["next_run_at"] == before["next_run_at"]
+
+
+def test_check_judges_a_one_shot_seed_that_already_fired_as_a_boot_does(cw: Cronwright) -> None:
+    """`check` agrees with boot: the seed's row is in the store, so it is no create of an instant long
+    past. Before, `check` upserted the seeds into an empty store and refused it."""
+    seed(cw, dedupe_key="launch", name="launch", run_at="2026-03-02T09:30:00+01:00")
+    assert cw.tick(at="2026-03-02T09:30:05+01:00")["fired"] == 1
+    before = cw.store.read_bytes()
+
+    checked = cw.run("check", at="2026-03-02T11:00:00+01:00")
+    assert checked.rc == 0, checked.stderr
+    assert "1 seeds" in checked.stdout
+    assert cw.store.read_bytes() == before, "check reads the store and writes nothing"
+    assert cw.run("tick", at="2026-03-02T11:00:00+01:00").rc == 0, "boot agrees"
+
+    # The same seed with no row is a create of an instant long past: check and boot both refuse it.
+    cw.store.unlink()
+    refused = cw.run("check", at="2026-03-02T11:00:00+01:00")
+    assert refused.rc == 2 and "seed #1 (launch) is invalid" in refused.stderr, refused
+    assert not cw.store.exists(), "check makes no store"

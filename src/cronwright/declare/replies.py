@@ -148,6 +148,14 @@ class JobReply(Reply):
     quota: Quota | None = Field(None, description="A dry run's count of live schedules against the limit.")
 
 
+class RunNowReply(JobReply):
+    handed_to: str | None = Field(
+        None,
+        description="The serving node that will run it, when a short-lived process (the CLI, a stdio MCP "
+        "server) handed the run over rather than run it itself; `history` shows its outcome.",
+    )
+
+
 class GetReply(Reply):
     job: JobRow
     runs: list[RunRow] = Field(description="Its most recent runs, newest first.")
@@ -251,7 +259,7 @@ REPLIES: dict[str, type[Reply]] = {
     "list": ListReply,
     "pause": JobReply,
     "resume": JobReply,
-    "run_now": JobReply,
+    "run_now": RunNowReply,
     "delete": JobReply,
     "history": HistoryReply,
     "tick": TickReply,

@@ -15,7 +15,8 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -24,7 +25,7 @@ import click
 
 from cronwright.app import App, build
 from cronwright.config import Config, load
-from cronwright.errors import ConfigError, Invalid, StoreError
+from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
@@ -35,6 +36,8 @@ from cronwright.timing.durations import parse_duration
 
 if TYPE_CHECKING:
     from cronwright.fronts.http import Serving
+    from cronwright.node import Node
+    from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
 
 Reply = dict[str, Any]
@@ -65,8 +68,9 @@ class Runtime:
                 fail(str(error))
         return self._config
 
-    def app(self, boot: bool = False) -> App:
-        """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do."""
+    def app(self, boot: bool = False, serving: bool = False) -> App:
+        """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do; `serving`
+        is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node."""
         if self._app is None:
             from cronwright.targets.registry import build_registry
             from cronwright.targets.runner import TargetRunner
@@ -82,7 +86,7 @@ class Runtime:
                 # all but a few workers killed, only to start them again for the next firings.
                 pool = Pool(max_idle=config.node.max_concurrency)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
-                self._app = build(config, runner, registry, seed=boot)
+                self._app = build(config, runner, registry, seed=boot, serving=serving, short_lived=not boot)
             except (ConfigError, StoreError) as error:
                 fail(str(error))
         return self._app
@@ -573,7 +577,12 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
         node = runtime.app().node
         claimed = node.store.get(reply["job"]["id"])
         fire_id = claimed.in_flight.fire_id if claimed and claimed.in_flight else None
-        node.wait_for_runs()
+        with interrupted_on_stop(node):
+            if reply.get("handed_to") and fire_id is not None:
+                wake_local_nodes(node.store)
+                node.wait_for_hand_off(reply["job"]["id"], fire_id)
+            else:
+                node.wait_for_runs()
         got = runtime.call("get", name=name)
         if got.get("ok"):
             reply["job"] = got["job"]
@@ -582,6 +591,10 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
         wake_local_nodes(node.store)
 
     def human(reply: Reply) -> None:
+        if run is None and reply.get("handed_to"):
+            click.echo(f"handed {reply['job']['name']} ({fire_id}) to {reply['handed_to']}, which runs it; "
+                       "`history` shows its outcome")  # fmt: skip
+            return
         shown = run or reply["job"]["last_run"] or {}
         click.echo(f"ran {reply['job']['name']} ({shown.get('fire_id')}): {shown.get('outcome')} "
                    f"in {shown.get('took_ms')}ms {shown.get('message') or ''}".rstrip())  # fmt: skip
@@ -589,6 +602,23 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
     finish(reply, as_json, human)
     if run is None or run.get("outcome") != "ok":
         sys.exit(3)  # the run ended other than ok, or its outcome is not known (docs/cli.md)
+
+
+@contextmanager
+def interrupted_on_stop(node: Node) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM stop this process's runs at once: each is recorded
+    `interrupted` by this process as it ends, and the block goes on to its end (semantic 28)."""
+
+    def on_stop(signum: int, frame: object) -> None:
+        # Off the signal handler: stopping the runner takes locks the interrupted code may hold.
+        threading.Thread(target=node.interrupt_runs, args=(signal.Signals(signum).name,)).start()
+
+    previous = {signum: signal.signal(signum, on_stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _last_attempt(runtime: Runtime, job_id: int, fire_id: str | None) -> Reply | None:
@@ -625,7 +655,7 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 def serve(runtime: Runtime) -> None:
     """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
     runtime.log_to_stderr()
-    app = runtime.app(boot=True)
+    app = runtime.app(boot=True, serving=True)
     # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
     # `stop`: it never polls, so an idle serve does not wake (DESIGN semantic 25).
     stop = threading.Event()
@@ -696,7 +726,11 @@ def mcp_stdio(runtime: Runtime, source_name: str | None) -> None:
             fail(str(error))
     runtime.log_to_stderr()
     app = runtime.app()
-    serve_stdio(app.protocol, app.node, source, lambda action: wake_local_nodes(app.node.store))
+    # A client that goes away stops this process (the SDK's stdio client sends SIGTERM): a run it started
+    # is recorded `interrupted` at once, never left to a lease's expiry (semantic 28).
+    with interrupted_on_stop(app.node):
+        serve_stdio(app.protocol, app.node, source, lambda action: wake_local_nodes(app.node.store))
+        app.node.wait_for_runs()  # stdin closed: the runs this process started end before it does
 
 
 @cli.command()
@@ -727,8 +761,11 @@ def check(runtime: Runtime) -> None:
         registry = build_registry(config)
         for name in config.sources:
             config.source(name)
-        # Seeds are validated by upserting them into a throwaway memory store; nothing runs.
-        app = build_app(config, _NoRunner(), registry, store=MemoryStore(), seed=True)
+        # Seeds are validated by upserting them into a throwaway memory store that holds the stored rows
+        # of their dedupe keys, so that a check judges each seed as a boot would; nothing runs.
+        store = MemoryStore()
+        _copy_seed_rows(config, store)
+        app = build_app(config, _NoRunner(), registry, store=store, seed=True)
         app.node.store.close()
     except ConfigError as error:
         fail(str(error))
@@ -743,6 +780,34 @@ def check(runtime: Runtime) -> None:
         f"{sum(len(t['actions']) for t in registry.describe())} actions, "
         f"{len(config.sources)} sources, {len(config.seed)} seeds"
     )
+
+
+def _copy_seed_rows(config: Config, copy: MemoryStore) -> None:
+    """Copies into `copy` the store's rows of each seed's dedupe key, read only: a one-shot seed that
+    already fired is then the no-op it is at boot, not a create of an instant long past. A store that
+    does not exist yet is not made; one that cannot be read leaves every seed to be judged as new."""
+    from cronwright.store import open_store, sqlite_file
+
+    path = sqlite_file(config.store_url)
+    if config.store_url == "memory:" or (path is not None and not path.exists()):
+        return
+    try:
+        real = open_store(config.store_url)
+        try:
+            for seed in config.seed:
+                key = seed.get("dedupe_key")
+                for job, deleted in real.with_dedupe_key(key) if isinstance(key, str) else []:
+                    try:
+                        stored = copy.insert(job)
+                    except NameTaken:
+                        continue  # a deleted namesake; the row that counts is the live one
+                    if deleted:
+                        copy.delete(stored.id)
+        finally:
+            real.close()
+    except StoreError as error:
+        click.echo(f"cronwright: note: the store could not be read ({error}); seeds are checked as new",
+                   err=True)  # fmt: skip
 
 
 def _program_problems(registry: Registry) -> list[str]:

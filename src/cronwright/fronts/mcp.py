@@ -201,9 +201,11 @@ def _specs() -> list[ToolSpec]:
              "resume", job,
              "Resume a paused schedule; its misfire policy decides what happens to what it missed."),
         spec("schedules_run_now", "Run a schedule now", run, _arguments("schedules_run_now", **by_job),
-             "run_now", job, """
+             "run_now", replies.RunNowReply, """
              Start one run of an active schedule now, besides its timetable; the run's outcome shows in
-             schedules_get and schedules_history once it ends. Refused while it already runs."""),
+             schedules_get and schedules_history once it ends. Refused while it already runs. Over stdio,
+             the run is handed to a serving node when one is up (handed_to names it), so it outlives
+             this session."""),
         spec("schedules_history", "Recent runs", read, _arguments("schedules_history", **_fields(History)),
              "history", replies.HistoryReply, """
              Recent runs, newest first, of one schedule or of all of yours: outcome, message and timing of
@@ -356,6 +358,8 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         )
         if reply.get("deduped"):
             said += "; the schedule of this dedupe_key, which was there already"
+        if reply.get("handed_to"):
+            said += f"; serving node {reply['handed_to']} runs it: schedules_history shows its outcome"
         if "runs" in reply:
             said += f"; {len(reply['runs'])} recent runs"
         return said

@@ -12,6 +12,7 @@ import signal
 import socket
 from pathlib import Path
 
+from cronwright.node import is_serving
 from cronwright.store.base import Store
 
 
@@ -21,7 +22,7 @@ def wake_local_nodes(store: Store) -> int:
     woken = 0
     for beat in store.beats():
         parts = beat.node.split(":")
-        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        if not is_serving(beat.node) or parts[0] != host or not parts[1].isdigit():
             continue
         pid = int(parts[1])
         if pid == os.getpid() or not _is_cronwright(pid):

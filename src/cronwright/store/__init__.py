@@ -47,6 +47,11 @@ def _postgres(url: str, run_history: int) -> Backend:
     return PostgresStore(url, run_history)
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file a `sqlite:` store URL names; None for a URL of another kind."""
+    return _sqlite_path(url) if url.split(":", 1)[0].lower() == "sqlite" else None
+
+
 def _sqlite_path(url: str) -> Path:
     # "sqlite:///" then the path: relative to the working folder, or absolute when it starts with "/".
     prefix = "sqlite:///"
