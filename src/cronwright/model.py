@@ -9,7 +9,7 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any
 
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 
 
 class State(StrEnum):
@@ -61,7 +61,8 @@ class Persistence(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CronSchedule:
-    expression: CronExpression
+    # One expression or several, fired at the union of their instants (semantic 31).
+    expression: CronSet
     tz: str
 
     kind = "cron"

@@ -18,7 +18,7 @@ def _iso(instant: datetime | None, zone: ZoneInfo) -> str | None:
 
 def schedule_row(schedule: Schedule, zone: ZoneInfo) -> dict[str, Any]:
     if isinstance(schedule, CronSchedule):
-        return {"cron": schedule.expression.text, "tz": schedule.tz}
+        return {"cron": schedule.expression.shown, "tz": schedule.tz}
     if isinstance(schedule, AtSchedule):
         return {"at": render(schedule.at, zone)}
     return {

@@ -43,7 +43,7 @@ from cronwright.node import Node
 from cronwright.rows import job_row, run_row
 from cronwright.sources import Source
 from cronwright.store.base import Write
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
 from cronwright.timing.iso import parse_instant, render
 from cronwright.timing.lifetime import resolve_end
@@ -231,7 +231,7 @@ class Service:
         if "tz" in raw and kinds != ["cron"]:
             raise Invalid("schedule.tz", "'tz' goes with 'cron' only; 'at' instants carry their own offset")
         if kinds == ["cron"]:
-            expression = CronExpression.parse(raw["cron"], "schedule.cron")
+            expression = CronSet.parse(raw["cron"], "schedule.cron")
             tz_name = fields.text(raw, "tz", limit=64, required=False)
             if tz_name:
                 return CronSchedule(expression, zone(tz_name, "schedule.tz").key)

@@ -28,7 +28,7 @@ import pg
 from cronwright import engine
 from cronwright.model import AtSchedule, CronSchedule, Job, Outcome, State
 from cronwright.store.postgres import PostgresStore
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 
 CRONWRIGHT = Path(sys.executable).parent / "cronwright"
 
@@ -185,7 +185,7 @@ def recurring(name: str, expression: str, now: datetime, life: timedelta = timed
         target="log",
         action="append",
         args={},
-        schedule=CronSchedule(CronExpression.parse(expression), "UTC"),
+        schedule=CronSchedule(CronSet.parse(expression), "UTC"),
         ends_at=now + life,
         created_at=now,
         updated_at=now,

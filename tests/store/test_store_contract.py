@@ -36,12 +36,12 @@ from cronwright.model import (
     State,
 )
 from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 
 DURABLE, LOST = Write.DURABLE, Write.LOST
 BERLIN = ZoneInfo("Europe/Berlin")
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
-NIGHTLY = CronSchedule(CronExpression.parse("0 3 * * *"), "Europe/Berlin")
+NIGHTLY = CronSchedule(CronSet.parse("0 3 * * *"), "Europe/Berlin")
 
 
 @dataclass

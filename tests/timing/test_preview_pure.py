@@ -57,8 +57,12 @@ def test_bad_expressions_and_zones_are_refused_naming_their_field() -> None:
         preview("@daily", "Mars/Base", AFTER, 5, BERLIN)
     assert caught.value.field == "tz"
     with pytest.raises(Invalid) as caught:
-        preview(["@daily"], None, AFTER, 5, BERLIN)
+        preview(7, None, AFTER, 5, BERLIN)
     assert caught.value.field == "expression"
+    # A list is several expressions (semantic 31); each member is refused naming its place.
+    with pytest.raises(Invalid) as caught:
+        preview(["@daily", "0 0 30 2 *"], None, AFTER, 5, BERLIN)
+    assert caught.value.field == "expression[1]"
 
 
 def test_a_thousand_firings_of_every_second_are_quick() -> None:

@@ -33,7 +33,7 @@ class Row(BaseModel):
 class ScheduleRow(Row):
     """The schedule as stored: {cron, tz}, {every, every_ms} or {at}."""
 
-    cron: str | None = None
+    cron: str | list[str] | None = Field(None, description="One expression, or the list of several.")
     tz: str | None = None
     every: str | None = None
     every_ms: int | None = None
@@ -212,7 +212,7 @@ class StatusReply(Reply):
 
 
 class PreviewReply(Reply):
-    expression: str = Field(description="The expression, normalized.")
+    expression: str | list[str] = Field(description="The expression (or each of several), normalized.")
     explanation: str
     tz: str
     firings: list[str] = Field(description="The next firings, ISO-8601 in tz.")

@@ -13,12 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
-from cronwright.declare.types import Flag, Labels, Name, Object, choice, text, whole
+from cronwright.declare.types import Flag, Labels, Name, Object, choice, one_or_more, text, whole
 
 STATES = ("active", "paused", "running", "expired", "done", "failed")
 LIST_PAGE_MAX = 1000
 
 Text = Annotated[str, text()]
+# A cron schedule's expressions: one, or a list of up to 20 fired as their union (semantic 31).
+CronTexts = Annotated[str | list[str], one_or_more(200, 20)]
 Zone = Annotated[str, text(64, examples=["Europe/Berlin"])]
 Instant = Annotated[str, text(64, examples=["2026-12-01T09:00:00+01:00"])]
 Id = Annotated[int, whole(1, 2**62)]
@@ -39,11 +41,12 @@ class CronSpec(Model):
     """Fires on a cron expression, read in a zone."""
 
     cron: Annotated[
-        Text,
+        CronTexts,
         Field(
             description="5 fields (minute hour day month weekday), 6 with seconds first, or a macro: "
-            "@hourly, @daily, @weekly, @monthly, @yearly.",
-            examples=["0 7 * * MON-FRI"],
+            "@hourly, @daily, @weekly, @monthly, @yearly. A list of up to 20 expressions fires at the "
+            "union of their instants, each instant once.",
+            examples=["0 7 * * MON-FRI", ["0 9 * * 1-5", "0 12 * * 6"]],
         ),
     ]
     tz: Annotated[Zone | None, Field(description="The IANA zone to read it in (default: the node zone).")] = (
@@ -402,7 +405,13 @@ class Preview(Request):
     """A cron expression's normalized form, its explanation, and its next firings."""
 
     action: Literal["preview"]
-    expression: Annotated[Text, Field(description="The cron expression.", examples=["0 7 * * MON-FRI"])]
+    expression: Annotated[
+        CronTexts,
+        Field(
+            description="The cron expression, or a list of them (their union).",
+            examples=["0 7 * * MON-FRI", ["0 9 * * 1-5", "0 12 * * 6"]],
+        ),
+    ]
     tz: Annotated[Zone | None, Field(description="The IANA zone to read it in (default: the node zone).")] = (
         None
     )

@@ -85,6 +85,31 @@ def text(limit: int = 200, blank: bool = False, **schema: Any) -> Checked:
     return Checked(_check_text(limit, blank), shape)
 
 
+def one_or_more(limit: int, most: int, **schema: Any) -> Checked:
+    """A string (as `text(limit)`), or a list of 1 to `most` of them: a cron schedule's expressions."""
+    one = _check_text(limit)
+
+    def check(value: object) -> str | list[str]:
+        if not isinstance(value, list):
+            if not isinstance(value, str):
+                raise _refuse("texts_type", "must be a string or a list of strings, not {kind}",
+                              kind=_kind(value))  # fmt: skip
+            return one(value)
+        if not 1 <= len(value) <= most:
+            raise _refuse("texts_count", "must list 1 to {most} strings, not {count}", most=most,
+                          count=len(value))  # fmt: skip
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _refuse("texts_item", "[{index}] must be a string, not {kind}", index=index,
+                              kind=_kind(item))  # fmt: skip
+            one(item)
+        return value
+
+    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": r"\S"}
+    several = {"type": "array", "items": single, "minItems": 1, "maxItems": most}
+    return Checked(check, {"anyOf": [single, several], **schema})
+
+
 def _check_name(value: object) -> str:
     checked = _check_text(200)(value)
     if not (len(checked) <= 100 and checked[0].isascii() and checked[0].isalnum()) or not set(checked) <= (

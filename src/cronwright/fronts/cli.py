@@ -341,28 +341,36 @@ def targets(runtime: Runtime, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("expression")
+@click.argument("expressions", metavar="EXPR [EXPR ...]", nargs=-1, required=True)
 @click.option("--tz", help="Read the expression in this IANA zone (default: the node zone).")
 @click.option("--after", metavar="ISO", help="List firings after this instant (default: now).")
 @click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True)
 @json_option
 @pass_runtime
 def preview(
-    runtime: Runtime, expression: str, tz: str | None, after: str | None, count: int, as_json: bool
+    runtime: Runtime,
+    expressions: tuple[str, ...],
+    tz: str | None,
+    after: str | None,
+    count: int,
+    as_json: bool,
 ) -> None:
-    """The normalized expression, its explanation, and its next firings.
+    """The normalized expression, its explanation, and its next firings; several expressions are
+    previewed as one schedule, the union of their instants.
 
     It asks the protocol, as every verb does, so it answers exactly what a `preview` request would: an
     --after without an offset is read in --tz (default: the node zone)."""
 
     def human(shown: Reply) -> None:
-        click.echo(f"  expression: {shown['expression']}")
+        listed = shown["expression"]
+        click.echo(f"  expression: {' | '.join(listed) if isinstance(listed, list) else listed}")
         click.echo(f"     meaning: {shown['explanation']}")
         click.echo(f"        zone: {shown['tz']}")
         for index, firing in enumerate(shown["firings"]):
             click.echo(f"{'next':>12}: {firing}" if index == 0 else f"{'':>12}  {firing}")
 
     runtime.store_unused = True  # a preview reads no jobs: the default store needs no notice
+    expression: str | list[str] = expressions[0] if len(expressions) == 1 else list(expressions)
     reply = runtime.call("preview", expression=expression, tz=tz, after=after, count=count)
     if as_json and reply.get("ok"):
         # `preview --json` prints the preview itself (DESIGN, CLI), not the reply around it.
@@ -381,7 +389,11 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
     options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--args", "args_json", metavar="JSON", help="The action's args, a JSON object."),
         click.option(
-            "--cron", metavar="EXPR", help="A cron expression (5 fields, 6 with seconds, or @daily...)."
+            "--cron",
+            metavar="EXPR",
+            multiple=True,
+            help="A cron expression (5 fields, 6 with seconds, or @daily...); repeat it for several, "
+            "fired at the union of their instants.",
         ),
         click.option(
             "--tz",
@@ -413,7 +425,7 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def job_fields(
     args_json: str | None,
-    cron: str | None,
+    cron: tuple[str, ...],
     tz: str | None,
     every: str | None,
     at: str | None,
@@ -427,13 +439,15 @@ def job_fields(
     """The protocol's job fields for the options given; nothing for an option left out (`dry_run` is the
     request's, not the job's: the verbs read it themselves)."""
     fields: dict[str, Any] = {}
-    kinds = [kind for kind in (cron, every, at) if kind is not None]
+    kinds = [kind for kind in (cron or None, every, at) if kind is not None]
     if len(kinds) > 1:
         raise click.UsageError("give one of --cron, --every and --at")
-    if tz is not None and cron is None:
+    if tz is not None and not cron:
         raise click.UsageError("--tz goes with --cron")
-    if cron is not None:
-        fields["schedule"] = {"cron": cron, **({"tz": tz} if tz else {})}
+    if cron:
+        # One --cron is the expression itself (the row shows it so); several are a list (semantic 31).
+        expressions: str | list[str] = cron[0] if len(cron) == 1 else list(cron)
+        fields["schedule"] = {"cron": expressions, **({"tz": tz} if tz else {})}
     elif every is not None:
         fields["schedule"] = {"every": every}
     elif at is not None:

@@ -35,7 +35,9 @@ def relative(instant: str | None, now: datetime, units: int = 2) -> str:
 
 def schedule_text(schedule: Mapping[str, Any]) -> str:
     if "cron" in schedule:
-        return f"cron '{schedule['cron']}' {schedule.get('tz', '')}".rstrip()
+        listed = schedule["cron"]
+        text = "' + '".join(listed) if isinstance(listed, list) else listed
+        return f"cron '{text}' {schedule.get('tz', '')}".rstrip()
     if "every" in schedule:
         return f"every {schedule['every']}"
     return f"at {schedule.get('at')}"

@@ -22,7 +22,7 @@ from cronwright.model import (
     Schedule,
     State,
 )
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 
 FORMAT = 1
 
@@ -56,7 +56,7 @@ def from_micros(value: int) -> datetime:
 
 def schedule_data(schedule: Schedule) -> dict[str, Any]:
     if isinstance(schedule, CronSchedule):
-        return {"cron": schedule.expression.text, "tz": schedule.tz}
+        return {"cron": schedule.expression.shown, "tz": schedule.tz}
     if isinstance(schedule, EverySchedule):
         return {"every_ms": schedule.period // timedelta(milliseconds=1)}
     return {"at": instant(schedule.at)}
@@ -66,7 +66,7 @@ def read_schedule(data: dict[str, Any]) -> Schedule:
     if "cron" in data:
         # Stored expressions were validated when written, and are not re-checked here, so a row written
         # behind the service's back still loads and lists every other row.
-        return CronSchedule(CronExpression.stored(data["cron"]), data["tz"])
+        return CronSchedule(CronSet.stored(data["cron"]), data["tz"])
     if "every_ms" in data:
         return EverySchedule(timedelta(milliseconds=data["every_ms"]))
     return AtSchedule(_required_instant(data["at"]))

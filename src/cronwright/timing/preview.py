@@ -7,7 +7,7 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from cronwright.errors import Invalid
-from cronwright.timing.cron import CronExpression
+from cronwright.timing.cron_set import CronSet
 from cronwright.timing.iso import as_utc, render
 from cronwright.timing.zones import zone as named_zone
 
@@ -33,11 +33,11 @@ def preview(
         )
     if not 1 <= count <= MAX_COUNT:
         raise Invalid("count", f"count {count} is out of range: ask for 1 to {MAX_COUNT} firings")
-    cron = CronExpression.parse(expression, field="expression")
+    cron = CronSet.parse(expression, field="expression")
     zone = default_zone if zone_name is None else named_zone(zone_name, field="tz")
     firings = [render(fired, zone) for fired in islice(cron.iter_after(as_utc(after), zone), count)]
     return {
-        "expression": cron.text,
+        "expression": cron.shown,
         "explanation": cron.explain(),
         "tz": str(zone),
         "firings": firings,
