@@ -118,7 +118,9 @@ class Harness:
         return self.ok("tick")
 
     def restart(self, **settings: Any) -> Harness:
-        """A new node process on the same store (the old one is simply abandoned, as if it died)."""
+        """A new node process on the same store (the old one is simply abandoned, as if it died: its
+        lease keeper, which would beat for its runs in flight, stops, and nothing drives it again)."""
+        self.node.lease.close()
         return make_harness(self.raw_store, self.clock, ScriptedRunner(), **settings)
 
 

@@ -23,6 +23,7 @@ from cronwright import engine
 from cronwright.clock import Clock
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
+from cronwright.lease import LeaseKeeper, StepGuard
 from cronwright.model import Job, Occurrence, Outcome, Result, Run
 from cronwright.runner import Runner
 from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Store, Write
@@ -111,7 +112,11 @@ class Node:
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._last_beat: datetime | None = None
+        self._lease = LeaseKeeper(
+            lambda: self.store.beat(self.id, self.clock.now()), self.settings.lease_beat, clock.monotonic
+        )
+        # Judging peers' leases pauses for a lease after this node's wall clock jumps forward.
+        self._step_guard = StepGuard(self.settings.lease_ttl, tolerance=self.settings.lease_beat)
         self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
 
     # --- passes ---------------------------------------------------------------------------------
@@ -150,13 +155,20 @@ class Node:
             return report
 
     def _beat(self, now: datetime, force: bool = False) -> bool:
-        """Renews this node's lease when a beat is due (or `force`); returns whether it beat."""
-        beat = self.settings.lease_beat
-        if force or self._last_beat is None or now - self._last_beat >= beat:
-            self.store.beat(self.id, now)
-            self._last_beat = now
-            return True
-        return False
+        """Renews this node's lease when a beat is due by the monotonic clock (or `force`); returns
+        whether the lease was beaten since the last pass, here or by the lease keeper's thread."""
+        self._lease.beat_if_due(force)
+        return self._lease.took_beat()
+
+    @property
+    def lease(self) -> LeaseKeeper:
+        return self._lease
+
+    def _track_runs(self) -> None:
+        """The lease keeper beats on its own timer while runs are in flight, and sleeps while none are."""
+        if self._running:
+            self._lease.start()
+        self._lease.busy(bool(self._running))
 
     def _reconcile(self) -> None:
         """Gives back this node's claims that landed unbeknown to it, and never started (semantic 29).
@@ -195,6 +207,8 @@ class Node:
         return outcome is Write.DURABLE
 
     def _recover(self, now: datetime, report: PassReport) -> None:
+        if not self._step_guard.may_judge(now, self.clock.monotonic()):
+            return  # the wall clock just jumped ahead: peers' beats look old until they beat again
         for job in self.store.orphans(now, self.settings.lease_ttl):
             flight = job.in_flight
             assert flight is not None
@@ -271,6 +285,7 @@ class Node:
                 self._record_all(lost, now, with_runs=False)
             for occurrence, _ in unrecorded:
                 self._running.pop(occurrence.job_id, None)
+            self._track_runs()
             finishing, finish_runs, unrecorded = [], [], []
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
             won = written[len(kept) :]
@@ -312,6 +327,7 @@ class Node:
         self._started.add((job.id, occurrence.fire_id, occurrence.attempt))
         future = self._pool.submit(self._attempt, job, occurrence)
         self._running[job.id] = (occurrence, future)
+        self._track_runs()
 
     def _recorded(self, occurrence: Occurrence) -> None:
         """The attempt's outcome is written (or waits in memory to be): it is no longer in doubt."""
@@ -363,6 +379,7 @@ class Node:
             with_runs = False
         for occurrence, _ in done:
             self._running.pop(occurrence.job_id, None)
+        self._track_runs()
 
     def _finish_decisions(
         self, done: list[tuple[Occurrence, Result]], now: datetime
@@ -642,6 +659,7 @@ class Node:
         self._runner.close()
         self.wait_for_runs(10.0)
         self.record_finished()
+        self._lease.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._unsettled:
             # Once its beat is gone, a claim it never started would be taken for an interrupted run.
