@@ -15,16 +15,9 @@ FIRINGS = 5  # how many firings a dry run shows (DESIGN, protocol)
 
 
 def firings(job: Job, count: int = FIRINGS) -> list[datetime]:
-    """The job's next `count` occurrences from its `next_run_at`, within its lifetime."""
-    found: list[datetime] = []
-    instant = job.next_run_at
-    while instant is not None and instant < job.ends_at and len(found) < count:
-        found.append(instant)
-        following = engine.upcoming(job, instant)
-        if following is not None and following <= instant:
-            break  # a walk that does not move on would never end
-        instant = following
-    return found
+    """The job's next `count` occurrences from its `next_run_at`, within its lifetime, jitter included
+    (a new job's jitter is that of id 0: its own id is only known once it is stored)."""
+    return [planned.at for planned in engine.ahead(job, count)]
 
 
 def reply(row: dict[str, Any], job: Job, used: int, limit: int | None, zone: ZoneInfo) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from cronwright.model import (
     Schedule,
     State,
 )
+from cronwright.timetable import fires_at, previous
 from cronwright.timing.every import count_on_grid, latest_on_grid, next_on_grid
 from cronwright.timing.zones import zone
 
@@ -68,7 +69,8 @@ def upcoming(job: Job, after: datetime) -> datetime | None:
     """The schedule's first occurrence strictly after `after`, ignoring the lifetime.
 
     None means the schedule has no further occurrence at all (a one-shot, or a cron walk that gave out).
-    An `every` schedule stays on the grid anchored at its current `next_run_at`.
+    An `every` schedule stays on the grid anchored at its current nominal instant (`Job.nominal_next`).
+    The instant is nominal: `_armed_at` adds the jitter.
     """
     schedule = job.schedule
     if schedule_problem(schedule) is not None:
@@ -76,7 +78,7 @@ def upcoming(job: Job, after: datetime) -> datetime | None:
     if isinstance(schedule, CronSchedule):
         return schedule.expression.next_after(after, zone(schedule.tz))
     if isinstance(schedule, EverySchedule):
-        anchor = job.next_run_at or after
+        anchor = job.nominal_next or after
         if anchor > after:
             return anchor
         return next_on_grid(anchor, schedule.period, after)
@@ -109,6 +111,31 @@ def _within_life(job: Job, instant: datetime | None) -> datetime | None:
     return instant if instant is not None and instant < job.ends_at else None
 
 
+def _armed_at(job: Job, nominal: datetime | None) -> Job:
+    """`job` due next at the occurrence of nominal instant `nominal`, jitter included (semantic 32).
+
+    It never fires at or after its end, so an occurrence whose jittered instant is past the end is none.
+    """
+    if nominal is None or isinstance(job.schedule, AtSchedule):
+        return job.evolve(next_run_at=_within_life(job, nominal), next_nominal=None)
+    due = _within_life(job, fires_at(job.id, job.schedule, nominal))
+    kept = None if due is None or due == nominal else nominal
+    return job.evolve(next_run_at=due, next_nominal=kept)
+
+
+def _at_nominal(job: Job, nominal: datetime) -> Job:
+    """`job` with its next occurrence at nominal instant `nominal`, for walking on from there."""
+    return job.evolve(next_run_at=nominal, next_nominal=None)
+
+
+def _fires(job: Job, nominal: datetime) -> datetime:
+    """When the occurrence of nominal instant `nominal` is due. The armed one keeps the instant it was
+    armed with (what the store woke the pass for); any other is computed (the same on every node)."""
+    if nominal == job.nominal_next and job.next_run_at is not None:
+        return job.next_run_at
+    return fires_at(job.id, job.schedule, nominal)
+
+
 def arm(job: Job, now: datetime) -> Job:
     """Sets the first due instant of a new, renewed or rescheduled job, reading its schedule from `now`."""
     schedule = job.schedule
@@ -122,7 +149,29 @@ def arm(job: Job, now: datetime) -> Job:
         first = next_on_grid(now.replace(microsecond=0), schedule.period, now)
     else:
         first = schedule.expression.next_after(now, zone(schedule.tz))
-    return job.evolve(next_run_at=_within_life(job, first))
+    return _armed_at(job, first)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One occurrence to come: when it fires (jitter included), and its timetable instant before jitter."""
+
+    at: datetime
+    nominal: datetime
+
+
+def ahead(job: Job, count: int) -> list[Planned]:
+    """The job's next `count` occurrences from its `next_run_at`, within its lifetime (what `show`
+    and a dry run list). Each fires where a pass would fire it: jitter included, the same on every node."""
+    found: list[Planned] = []
+    at, nominal = job.next_run_at, job.nominal_next
+    while at is not None and nominal is not None and at < job.ends_at and len(found) < count:
+        found.append(Planned(at, nominal))
+        following = upcoming(_at_nominal(job, nominal), nominal)
+        if following is None or following <= nominal:
+            break  # the schedule has no further occurrence (or a walk that does not move on)
+        nominal, at = following, fires_at(job.id, job.schedule, following)
+    return found
 
 
 # --- a scheduling pass ----------------------------------------------------------------------------
@@ -166,23 +215,39 @@ def _due(job: Job, now: datetime, rules: Rules) -> Decision:
         # A one-shot always fires its single run, late or not, while its lifetime lasts.
         return claim(job.evolve(next_run_at=None), due, now, rules)
 
-    latest, total = _latest_and_count(job, due, now)
-    on_time = now - latest <= rules.misfire_grace
+    latest, total, after = _come_due(job, now)
+    latest_at = _fires(job, latest)
+    # Misfire grace counts from the instant it was due, jitter included (semantic 32).
+    on_time = now - latest_at <= rules.misfire_grace
     fire_latest = on_time or job.misfire is Misfire.COALESCE
     missed = total - 1 if fire_latest else total
-    after = upcoming(job.evolve(next_run_at=latest), now)
-    moved = job.evolve(next_run_at=_within_life(job, after), skipped_misfire=job.skipped_misfire + missed)
+    moved = _armed_at(job, after).evolve(skipped_misfire=job.skipped_misfire + missed)
     decision = Decision(moved)
     if missed:
         decision = Decision(
             moved, events=(_event(EventKind.JOB_SKIPPED, job, reason="misfire", count=missed, due=due),)
         )
     if fire_latest:
-        return decision.then(claim(moved, latest, now, rules))
+        return decision.then(claim(moved, latest_at, now, rules, nominal=latest))
     if after is None:
         # The schedule has no occurrence left at all: the job is over.
         return decision.then(Decision(moved.evolve(state=State.DONE)))
     return decision
+
+
+def _come_due(job: Job, now: datetime) -> tuple[datetime, int, datetime | None]:
+    """Of a job whose next occurrence is due: the nominal instant of the latest occurrence due by `now`,
+    how many came due (capped for cron), and the nominal instant of the next one still to come.
+
+    With jitter, the latest nominal instant may have passed while its jittered one has not: that one is
+    not due yet, so it is the next to come, and the one before it is the latest due.
+    """
+    nominal = job.nominal_next
+    assert nominal is not None
+    latest, total = _latest_and_count(job, nominal, now)
+    if latest != nominal and _fires(job, latest) > now:
+        return previous(job.schedule, latest, nominal), total - 1, latest
+    return latest, total, upcoming(_at_nominal(job, latest), now)
 
 
 def _latest_and_count(job: Job, due: datetime, now: datetime) -> tuple[datetime, int]:
@@ -203,18 +268,36 @@ def _latest_and_count(job: Job, due: datetime, now: datetime) -> tuple[datetime,
     return latest_cron, max(1, schedule.expression.count_between(due, now, tz, MISSED_COUNT_CAP))
 
 
-def claim(job: Job, scheduled_for: datetime, now: datetime, rules: Rules, manual: bool = False) -> Decision:
-    """Starts a new occurrence of `job`, due at `scheduled_for`, on node `rules.node`."""
+def claim(
+    job: Job,
+    scheduled_for: datetime,
+    now: datetime,
+    rules: Rules,
+    manual: bool = False,
+    nominal: datetime | None = None,
+) -> Decision:
+    """Starts a new occurrence of `job`, due at `scheduled_for` (jitter included; `nominal` is the
+    timetable's instant before it), on node `rules.node`."""
     sequence = job.occurrences + 1
     fire_id = f"{job.id}-{sequence}"
-    flight = InFlight(fire_id, scheduled_for, attempt=1, started_at=now, node=rules.node, manual=manual)
+    kept = None if nominal is None or nominal == scheduled_for else nominal
+    flight = InFlight(
+        fire_id, scheduled_for, attempt=1, started_at=now, node=rules.node, manual=manual, nominal=kept
+    )
     running = job.evolve(state=State.RUNNING, in_flight=flight, occurrences=sequence)
     return Decision(running, fire=_occurrence(running, flight, now))
 
 
 def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
     return Occurrence(
-        job.id, flight.fire_id, flight.scheduled_for, flight.attempt, now, flight.manual, job.name
+        job.id,
+        flight.fire_id,
+        flight.scheduled_for,
+        flight.attempt,
+        now,
+        flight.manual,
+        job.name,
+        flight.nominal,
     )
 
 
@@ -249,9 +332,8 @@ def _skip_overlap(job: Job, now: datetime) -> Decision:
     assert due is not None
     if job.one_shot:
         return Decision(job)
-    latest, total = _latest_and_count(job, due, now)
-    after = _within_life(job, upcoming(job.evolve(next_run_at=latest), now))
-    skipped = job.evolve(next_run_at=after, skipped_overlap=job.skipped_overlap + total)
+    _, total, after = _come_due(job, now)
+    skipped = _armed_at(job, after).evolve(skipped_overlap=job.skipped_overlap + total)
     return Decision(
         skipped, events=(_event(EventKind.JOB_SKIPPED, job, reason="overlap", count=total, due=due),)
     )
@@ -407,7 +489,7 @@ def release(job: Job) -> Job:
         return job.evolve(in_flight=waiting)
     armed = job.evolve(state=State.ACTIVE, in_flight=None, occurrences=job.occurrences - 1)
     if not flight.manual:
-        return armed.evolve(next_run_at=flight.scheduled_for)
+        return armed.evolve(next_run_at=flight.scheduled_for, next_nominal=flight.nominal)
     if isinstance(job.schedule, AtSchedule):
         return armed.evolve(next_run_at=_within_life(job, job.schedule.at))
     return armed
@@ -501,7 +583,7 @@ def _moved_for_a_manual_run(job: Job, now: datetime) -> Job:
         # Its run would end the job `failed` anyway (see `_conclude`); the refusal says how to repair it.
         raise Invalid("schedule", f"'{job.name}' cannot run: {problem}; update it with a valid schedule")
     if isinstance(job.schedule, EverySchedule):
-        return job.evolve(next_run_at=_within_life(job, now + job.schedule.period))
+        return _armed_at(job, now + job.schedule.period)
     if job.one_shot:
         return job.evolve(next_run_at=None)
     return job

@@ -64,6 +64,8 @@ class CronSchedule:
     # One expression or several, fired at the union of their instants (semantic 31).
     expression: CronSet
     tz: str
+    # Each occurrence is delayed by a stable offset in [0, jitter) (semantic 32); None: no jitter.
+    jitter: timedelta | None = None
 
     kind = "cron"
 
@@ -71,6 +73,7 @@ class CronSchedule:
 @dataclass(frozen=True, slots=True)
 class EverySchedule:
     period: timedelta
+    jitter: timedelta | None = None
 
     kind = "every"
 
@@ -115,6 +118,8 @@ class InFlight:
     manual: bool = False
     retry_at: datetime | None = None
     handed_off: bool = False
+    # The timetable's instant before jitter (semantic 32); None when it is `scheduled_for` itself.
+    nominal: datetime | None = None
 
     @property
     def waiting_for_a_node(self) -> bool:
@@ -134,6 +139,12 @@ class Occurrence:
     manual: bool = False
     # The job's name when it fired: a run whose job is deleted meanwhile is still recorded under it.
     job_name: str = ""
+    # The timetable's instant before jitter; `scheduled_for` is the instant it was due, jitter included.
+    nominal: datetime | None = None
+
+    @property
+    def nominal_for(self) -> datetime:
+        return self.scheduled_for if self.nominal is None else self.nominal
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +161,10 @@ class Job:
     created_by: str = "cli"
     state: State = State.ACTIVE
     paused_by: PausedBy | None = None
+    # When the next occurrence is due, jitter included: what wakes a pass and what rows show.
     next_run_at: datetime | None = None
+    # That occurrence's timetable instant before jitter (semantic 32); None when it is next_run_at itself.
+    next_nominal: datetime | None = None
     last_run: LastRun | None = None
     consecutive_failures: int = 0
     skipped_overlap: int = 0
@@ -169,6 +183,13 @@ class Job:
     @property
     def kind(self) -> str:
         return self.schedule.kind
+
+    @property
+    def nominal_next(self) -> datetime | None:
+        """The timetable's instant of the occurrence due at `next_run_at` (before jitter), or None."""
+        if self.next_run_at is None or self.next_nominal is None:
+            return self.next_run_at
+        return self.next_nominal
 
     @property
     def one_shot(self) -> bool:

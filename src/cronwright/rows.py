@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright.engine import schedule_problem
+from cronwright.engine import Planned, schedule_problem
 from cronwright.model import AtSchedule, CronSchedule, Job, Run, Schedule
 from cronwright.timing.durations import format_duration
 from cronwright.timing.iso import render
@@ -17,14 +17,18 @@ def _iso(instant: datetime | None, zone: ZoneInfo) -> str | None:
 
 
 def schedule_row(schedule: Schedule, zone: ZoneInfo) -> dict[str, Any]:
-    if isinstance(schedule, CronSchedule):
-        return {"cron": schedule.expression.shown, "tz": schedule.tz}
     if isinstance(schedule, AtSchedule):
         return {"at": render(schedule.at, zone)}
-    return {
-        "every": format_duration(schedule.period),
-        "every_ms": schedule.period // timedelta(milliseconds=1),
-    }
+    if isinstance(schedule, CronSchedule):
+        row: dict[str, Any] = {"cron": schedule.expression.shown, "tz": schedule.tz}
+    else:
+        row = {
+            "every": format_duration(schedule.period),
+            "every_ms": schedule.period // timedelta(milliseconds=1),
+        }
+    if schedule.jitter is not None:
+        row["jitter"] = format_duration(schedule.jitter)
+    return row
 
 
 def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
@@ -68,6 +72,11 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         "created_at": render(job.created_at, zone),
         "updated_at": render(job.updated_at, zone),
     }
+
+
+def firing_row(planned: Planned, zone: ZoneInfo) -> dict[str, Any]:
+    """An occurrence to come: `at` when it fires (jitter included) and `nominal`, its timetable instant."""
+    return {"at": render(planned.at, zone), "nominal": render(planned.nominal, zone)}
 
 
 def run_row(run: Run, zone: ZoneInfo) -> dict[str, Any]:

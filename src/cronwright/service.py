@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright import dryrun, engine, fields
+from cronwright import dryrun, engine, fields, timetable
 from cronwright.allowlist import Allowlist
 from cronwright.errors import (
     ImmutableField,
@@ -40,12 +40,13 @@ from cronwright.model import (
     State,
 )
 from cronwright.node import Node
-from cronwright.rows import job_row, run_row
+from cronwright.rows import firing_row, job_row, run_row
 from cronwright.sources import Source
 from cronwright.store.base import Write
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
 from cronwright.timing.iso import parse_instant, render
+from cronwright.timing.jitter import parse_jitter
 from cronwright.timing.lifetime import resolve_end
 from cronwright.timing.preview import preview
 from cronwright.timing.zones import zone
@@ -57,9 +58,11 @@ JOB_FIELDS = {
 MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_attempts", "retry_backoff_ms",
            "breaker_threshold"}  # fmt: skip
 IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
-SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at"}
+SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at", "jitter"}
 MAX_ARGS_BYTES = 16_384
 LIST_PAGE_MAX = 1000  # the most rows one page of `list` holds
+_MS = timedelta(milliseconds=1)
+NEXT_FIRINGS = 5  # the occurrences to come that `get` (and `show`) lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,11 @@ class Service:
 
     def get(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
-        return {"job": self.row(job), "runs": [run_row(r, self.zone) for r in self.store.runs(job.id, 10)]}
+        return {
+            "job": self.row(job),
+            "runs": [run_row(r, self.zone) for r in self.store.runs(job.id, 10)],
+            "next_firings": [firing_row(planned, self.zone) for planned in engine.ahead(job, NEXT_FIRINGS)],
+        }
 
     def list(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         state_name = fields.text(request, "state", required=False)
@@ -230,6 +237,20 @@ class Service:
             raise Invalid("schedule", "'schedule' needs exactly one of 'cron', 'every', 'every_ms' or 'at'")
         if "tz" in raw and kinds != ["cron"]:
             raise Invalid("schedule.tz", "'tz' goes with 'cron' only; 'at' instants carry their own offset")
+        timing = self._timing(raw, kinds[0], source, base)
+        if raw.get("jitter") is None:
+            return timing
+        if isinstance(timing, AtSchedule):
+            raise Invalid(
+                "schedule.jitter", "'jitter' goes with 'cron' and 'every' only: 'at' fires once, when given"
+            )
+        spread = parse_jitter(raw["jitter"], "schedule.jitter")
+        # Offsets are whole milliseconds (timing/jitter.py), and so is the stored jitter.
+        return replace(timing, jitter=spread - spread % _MS)
+
+    def _timing(self, raw: Mapping[str, Any], kind: str, source: Source, base: Schedule | None) -> Schedule:
+        """The schedule of one `kind` (cron, every, every_ms, at) that `raw` gives, without its jitter."""
+        kinds = [kind]
         if kinds == ["cron"]:
             expression = CronSet.parse(raw["cron"], "schedule.cron")
             tz_name = fields.text(raw, "tz", limit=64, required=False)
@@ -275,7 +296,7 @@ class Service:
                 "schedule.cron", f"the stored expression cannot be read ({problem}); give 'cron' too"
             )
         tz_name = fields.required_text(raw, "tz")
-        return CronSchedule(base.expression, zone(tz_name, "schedule.tz").key)
+        return replace(base, tz=zone(tz_name, "schedule.tz").key)
 
     def _check_new(self, schedule: Schedule, now: datetime) -> None:
         """What a new schedule must meet at the moment it is given: a `run_at` is not long past
@@ -397,8 +418,18 @@ class Service:
             if dry:
                 return self._dry(engine.arm(job, now), source, adds=1)
             stored = self.store.insert(engine.arm(job, now))
+            if timetable.jitter_of(schedule) is not None:
+                stored = self._jitter_with_id(stored, now)
         self.node.wake()
         return {"job": self.row(stored), "persistence": self.store.persistence.value}
+
+    def _jitter_with_id(self, stored: Job, now: datetime) -> Job:
+        """Arms a new job again now that the store gave it its id: a jitter offset is a function of the
+        job's id (semantic 32), which the insert only just assigned."""
+        rearmed = engine.arm(stored, now)
+        if rearmed == stored or self.store.save([rearmed])[0] is Write.LOST:
+            return stored
+        return rearmed.evolve(version=rearmed.version + 1)
 
     def _deduped(self, key: str, once: bool, source: Source) -> Job | None:
         # Keys are per source: another source's job is neither returned nor counted.

@@ -5,7 +5,9 @@ Instants are written in Berlin time, the node zone, with their offset.
 
 from __future__ import annotations
 
-from .blackbox import Cronwright, needs_faketime
+from datetime import timedelta
+
+from .blackbox import Cronwright, needs_faketime, utc
 
 pytestmark = needs_faketime
 
@@ -40,3 +42,27 @@ def test_preview_takes_several_expressions(cw: Cronwright) -> None:
     ).json()
     assert shown["expression"] == ["0 9 * * 1-5", "0 12 * * 6"]
     assert shown["firings"] == ["2026-03-07T12:00:00+01:00", "2026-03-09T09:00:00+01:00"]
+
+
+def test_jitter_is_in_range_and_identical_across_processes_and_restarts(cw: Cronwright) -> None:
+    job = cw.add("spread", "--every", "10m", "--jitter", "5m", at="2026-10-24T23:00:00+02:00")
+    assert job["schedule"]["jitter"] == "5m"
+    planned = cw.json("show", "spread", at="2026-10-24T23:00:10+02:00")["next_firings"]
+    again = cw.json("show", "spread", at="2026-10-24T23:00:20+02:00")["next_firings"]
+    assert planned == again  # two processes, one plan
+    assert planned[0]["at"] == job["next_run_at"]
+    for firing in planned:
+        delay = utc(firing["at"]) - utc(firing["nominal"])
+        assert timedelta(0) <= delay < timedelta(minutes=5)
+
+    fired = []
+    for firing in planned[:2]:
+        due = utc(firing["at"])
+        tick = cw.tick(at=(due + timedelta(seconds=2)).isoformat())
+        assert tick["fired"] == 1
+        fired += tick["fire_ids"]
+    runs = cw.json("history", "spread", at=planned[2]["nominal"])["runs"]
+    assert [run["scheduled_for"] for run in reversed(runs)] == [f["at"] for f in planned[:2]]
+    # After two restarts, the plan is the one the first process made.
+    assert cw.json("show", "spread", at=planned[2]["nominal"])["next_firings"][:3] == planned[2:]
+    assert cw.fires() == [f"{fire_id} 1" for fire_id in fired]

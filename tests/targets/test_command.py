@@ -113,6 +113,7 @@ def test_the_envelope_arrives_on_stdin_and_the_environment_holds_only_the_allowl
             "fire_id": "fire-1",
             "attempt": 2,
             "scheduled_for": "2026-03-02T09:00:00+01:00",
+            "nominal": "2026-03-02T09:00:00+01:00",
             "fired_at": "2026-03-02T09:00:01+01:00",
         },
     }
@@ -123,6 +124,7 @@ def test_the_envelope_arrives_on_stdin_and_the_environment_holds_only_the_allowl
         "CRONWRIGHT_FIRE_ID": "fire-1",
         "CRONWRIGHT_ATTEMPT": "2",
         "CRONWRIGHT_SCHEDULED_FOR": "2026-03-02T09:00:00+01:00",
+        "CRONWRIGHT_NOMINAL": "2026-03-02T09:00:00+01:00",
         "CRONWRIGHT_JOB": "nightly-backup",
     }
     assert seen["cwd"] == str(tmp_path / "work")

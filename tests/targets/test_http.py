@@ -103,6 +103,7 @@ def test_the_envelope_is_posted_signed_and_the_server_verifies_it(
             "fire_id": "fire-1",
             "attempt": 2,
             "scheduled_for": "2026-03-02T09:00:00+01:00",
+            "nominal": "2026-03-02T09:00:00+01:00",
             "fired_at": "2026-03-02T09:00:01+01:00",
         },
     }

@@ -38,6 +38,7 @@ class ScheduleRow(Row):
     every: str | None = None
     every_ms: int | None = None
     at: str | None = Field(None, description=ISO)
+    jitter: str | None = Field(None, description="The jitter, when it has one (semantic 32).")
 
 
 class LastRun(Row):
@@ -156,9 +157,19 @@ class RunNowReply(JobReply):
     )
 
 
+class Firing(Row):
+    """An occurrence to come."""
+
+    at: str = Field(description="When it fires, jitter included. " + ISO)
+    nominal: str = Field(description="Its timetable instant, before jitter. " + ISO)
+
+
 class GetReply(Reply):
     job: JobRow
     runs: list[RunRow] = Field(description="Its most recent runs, newest first.")
+    next_firings: list[Firing] = Field(
+        default_factory=list, description="Its next occurrences, within its lifetime (at most five)."
+    )
 
 
 class ListReply(Reply):

@@ -37,6 +37,16 @@ class Model(BaseModel):
 # --- schedules ------------------------------------------------------------------------------------------
 
 
+Jitter = Annotated[
+    Annotated[str, text(64)] | None,
+    Field(
+        description="Delays each occurrence by a stable offset in [0, jitter), below the gap to the next "
+        "one: the same on every node and restart (semantic 32). 1ms to 1d: 30s, 5m, PT5M.",
+        examples=["5m"],
+    ),
+]
+
+
 class CronSpec(Model):
     """Fires on a cron expression, read in a zone."""
 
@@ -52,6 +62,7 @@ class CronSpec(Model):
     tz: Annotated[Zone | None, Field(description="The IANA zone to read it in (default: the node zone).")] = (
         None
     )
+    jitter: Jitter = None
 
 
 class EverySpec(Model):
@@ -60,12 +71,14 @@ class EverySpec(Model):
     every: Annotated[
         Text, Field(description="The period: 90s, 15m, 12h, 1d, or ISO-8601 such as PT15M.", examples=["15m"])
     ]
+    jitter: Jitter = None
 
 
 class EveryMsSpec(Model):
     """Fires at a fixed period, in milliseconds."""
 
     every_ms: Annotated[Annotated[int, whole(1, 10**12)], Field(description="The period in milliseconds.")]
+    jitter: Jitter = None
 
 
 class AtSpec(Model):
@@ -132,8 +145,9 @@ ChangeKind = Annotated[
 Schedule = Annotated[
     ScheduleKind | None,
     Field(
-        description='When it fires, exactly one of: {"cron": EXPR, "tz"?: ZONE}, {"every": "15m"}, '
-        '{"every_ms": 900000} or {"at": ISO}.',
+        description='When it fires, exactly one of: {"cron": EXPR | [EXPR, ...], "tz"?: ZONE}, '
+        '{"every": "15m"}, {"every_ms": 900000} or {"at": ISO}; a cron or every schedule may add '
+        '"jitter": "5m".',
         examples=[{"cron": "0 7 * * MON-FRI", "tz": "Europe/Berlin"}, {"every": "15m"}],
     ),
 ]

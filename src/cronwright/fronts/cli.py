@@ -258,6 +258,12 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 ("created", f"{job['created_at']} by {job['created_by']}"),
             ]
         )  # fmt: skip
+        upcoming = reply.get("next_firings") or []
+        if upcoming:
+            click.echo("")
+            for index, firing in enumerate(upcoming):
+                label = "firings: " if index == 0 else ""
+                click.echo(f"{label:>10}{render.firing_text(firing)}")
         if reply["runs"]:
             click.echo("")
             render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
@@ -401,6 +407,12 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
             "is kept unless given, and --tz alone moves the job to this zone).",
         ),
         click.option("--every", metavar="DUR", help="A fixed period: 90s, 5m, 12h, 1d, PT5M."),
+        click.option(
+            "--jitter",
+            metavar="DUR",
+            help="With --cron or --every: delay each occurrence by a stable offset in [0, DUR), the same "
+            "on every node and restart.",
+        ),
         click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
         click.option("--lifetime", metavar="DUR|ISO", help="How long the schedule lives, or until when."),
         click.option(
@@ -429,6 +441,7 @@ def job_fields(
     tz: str | None,
     every: str | None,
     at: str | None,
+    jitter: str | None,
     lifetime: str | None,
     misfire: str | None,
     max_attempts: int | None,
@@ -452,6 +465,10 @@ def job_fields(
         fields["schedule"] = {"every": every}
     elif at is not None:
         fields["run_at"] = at
+    if jitter is not None:
+        if "schedule" not in fields:
+            raise click.UsageError("--jitter goes with --cron or --every (give the schedule whole)")
+        fields["schedule"]["jitter"] = jitter
     if args_json is not None:
         try:
             fields["args"] = json.loads(args_json)

@@ -34,13 +34,20 @@ def relative(instant: str | None, now: datetime, units: int = 2) -> str:
 
 
 def schedule_text(schedule: Mapping[str, Any]) -> str:
+    jitter = f", jitter {schedule['jitter']}" if schedule.get("jitter") else ""
     if "cron" in schedule:
         listed = schedule["cron"]
         text = "' + '".join(listed) if isinstance(listed, list) else listed
-        return f"cron '{text}' {schedule.get('tz', '')}".rstrip()
+        return f"cron '{text}' {schedule.get('tz', '')}".rstrip() + jitter
     if "every" in schedule:
-        return f"every {schedule['every']}"
+        return f"every {schedule['every']}{jitter}"
     return f"at {schedule.get('at')}"
+
+
+def firing_text(firing: Mapping[str, Any]) -> str:
+    """An occurrence to come: when it fires, and its timetable instant where jitter moved it."""
+    moved = f" (nominal {firing['nominal']})" if firing.get("nominal") not in (None, firing["at"]) else ""
+    return f"{firing['at']}{moved}"
 
 
 def run_cells(run: Mapping[str, Any]) -> list[str]:

@@ -54,21 +54,32 @@ def from_micros(value: int) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
 
 
+_MS = timedelta(milliseconds=1)
+
+
 def schedule_data(schedule: Schedule) -> dict[str, Any]:
+    if isinstance(schedule, AtSchedule):
+        return {"at": instant(schedule.at)}
     if isinstance(schedule, CronSchedule):
-        return {"cron": schedule.expression.shown, "tz": schedule.tz}
-    if isinstance(schedule, EverySchedule):
-        return {"every_ms": schedule.period // timedelta(milliseconds=1)}
-    return {"at": instant(schedule.at)}
+        data: dict[str, Any] = {"cron": schedule.expression.shown, "tz": schedule.tz}
+    else:
+        data = {"every_ms": schedule.period // _MS}
+    if schedule.jitter is not None:
+        data["jitter_ms"] = schedule.jitter // _MS
+    return data
+
+
+def _jitter(data: dict[str, Any]) -> timedelta | None:
+    return None if data.get("jitter_ms") is None else timedelta(milliseconds=data["jitter_ms"])
 
 
 def read_schedule(data: dict[str, Any]) -> Schedule:
     if "cron" in data:
         # Stored expressions were validated when written, and are not re-checked here, so a row written
         # behind the service's back still loads and lists every other row.
-        return CronSchedule(CronSet.stored(data["cron"]), data["tz"])
+        return CronSchedule(CronSet.stored(data["cron"]), data["tz"], _jitter(data))
     if "every_ms" in data:
-        return EverySchedule(timedelta(milliseconds=data["every_ms"]))
+        return EverySchedule(timedelta(milliseconds=data["every_ms"]), _jitter(data))
     return AtSchedule(_required_instant(data["at"]))
 
 
@@ -90,6 +101,7 @@ def job_data(job: Job) -> dict[str, Any]:
         "state": job.state.value,
         "paused_by": job.paused_by.value if job.paused_by else None,
         "next_run_at": instant(job.next_run_at),
+        **({"next_nominal": instant(job.next_nominal)} if job.nominal_next != job.next_run_at else {}),
         "last_run": None
         if last is None
         else {
@@ -121,6 +133,7 @@ def job_data(job: Job) -> dict[str, Any]:
             "manual": flight.manual,
             "retry_at": instant(flight.retry_at),
             **({"handed_off": True} if flight.handed_off else {}),
+            **({"nominal": instant(flight.nominal)} if flight.nominal is not None else {}),
         },
         "occurrences": job.occurrences,
         "version": job.version,
@@ -144,6 +157,7 @@ def read_job(data: dict[str, Any]) -> Job:
         state=State(data["state"]),
         paused_by=PausedBy(data["paused_by"]) if data.get("paused_by") else None,
         next_run_at=read_instant(data.get("next_run_at")),
+        next_nominal=read_instant(data.get("next_nominal")),
         last_run=None
         if last is None
         else LastRun(
@@ -175,6 +189,7 @@ def read_job(data: dict[str, Any]) -> Job:
             flight["manual"],
             read_instant(flight.get("retry_at")),
             bool(flight.get("handed_off", False)),
+            read_instant(flight.get("nominal")),
         ),
         occurrences=data["occurrences"],
         version=data["version"],

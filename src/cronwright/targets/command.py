@@ -122,6 +122,7 @@ def environment(target: TargetSpec, call: Call) -> dict[str, str]:
         CRONWRIGHT_FIRE_ID=str(cron["fire_id"]),
         CRONWRIGHT_ATTEMPT=str(cron["attempt"]),
         CRONWRIGHT_SCHEDULED_FOR=str(cron["scheduled_for"]),
+        CRONWRIGHT_NOMINAL=str(cron.get("nominal", cron["scheduled_for"])),
         CRONWRIGHT_JOB=str(call.envelope["schedule"]),
     )
     return environ

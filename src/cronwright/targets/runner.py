@@ -117,6 +117,8 @@ class TargetRunner:
                 "fire_id": occurrence.fire_id,
                 "attempt": occurrence.attempt,
                 "scheduled_for": render_exact(occurrence.scheduled_for, self.zone),
+                # The timetable's instant before jitter (semantic 32): scheduled_for itself without one.
+                "nominal": render_exact(occurrence.nominal_for, self.zone),
                 "fired_at": render(occurrence.fired_at, self.zone),
             },
         }
