@@ -71,11 +71,15 @@ class CronSet:
         return cls(tuple(parsed.values()))
 
     @classmethod
-    def stored(cls, texts: str | Iterable[str]) -> CronSet:
-        """A set read back from a store, unchecked (see CronExpression.stored); ask `problem` first."""
-        if isinstance(texts, str):
-            texts = (texts,)
-        return cls(tuple(CronExpression.stored(text) for text in texts))
+    def stored(cls, texts: object) -> CronSet:
+        """A set read back from a store, unchecked (see CronExpression.stored); ask `problem` first.
+
+        One text or a non-empty list of them; anything else (a row edited behind the service's back)
+        is kept as one expression whose `problem` says what it is, so the row still loads and lists.
+        """
+        if isinstance(texts, list | tuple) and texts:
+            return cls(tuple(CronExpression.stored(text) for text in texts))
+        return cls((CronExpression.stored(texts),))  # type: ignore[arg-type]
 
     @property
     def texts(self) -> tuple[str, ...]:
