@@ -62,6 +62,7 @@ def build(
             settings.shutdown_grace,
             lease_beat=settings.lease_beat,
             lease_ttl=settings.lease_ttl,
+            audit_retention=settings.audit_retention,
         ),
         node_id=new_node_id(serving),
         short_lived=short_lived,

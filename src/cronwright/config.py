@@ -55,6 +55,8 @@ class NodeConfig(_Strict):
     listen: str = "127.0.0.1:8765"
     shutdown_grace: Duration = timedelta(seconds=30)
     secrets_file: str | None = None
+    # Audit entries older than this are dropped (semantic 36).
+    audit_retention: Duration = timedelta(days=90)
     # Leases over runs in flight (see cronwright.store.base): a node beats every `lease_beat` while it
     # runs something, and one silent for `lease_ttl` is taken for dead. Shorter only for tests.
     lease_beat: Duration = LEASE_BEAT
@@ -69,6 +71,7 @@ class NodeConfig(_Strict):
         "shutdown_grace",
         "lease_beat",
         "lease_ttl",
+        "audit_retention",
         mode="before",
     )
     @classmethod

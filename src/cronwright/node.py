@@ -15,11 +15,13 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from cronwright import engine
+from cronwright.audit import AuditEntry
 from cronwright.clock import Clock
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
@@ -55,6 +57,12 @@ class NodeSettings:
     # A node with runs in flight beats at least every `lease_beat`; one silent for `lease_ttl` is dead.
     lease_beat: timedelta = LEASE_BEAT
     lease_ttl: timedelta = LEASE_TTL
+    # Audit entries older than this are dropped, by a pass at most once per AUDIT_PRUNE_EVERY.
+    audit_retention: timedelta = timedelta(days=90)
+
+
+# How often a node's passes drop the audit entries past their retention: a cheap indexed delete.
+AUDIT_PRUNE_EVERY = timedelta(hours=1)
 
 
 @dataclass(slots=True)
@@ -118,6 +126,7 @@ class Node:
         # Judging peers' leases pauses for a lease after this node's wall clock jumps forward.
         self._step_guard = StepGuard(self.settings.lease_ttl, tolerance=self.settings.lease_beat)
         self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
+        self._audit_pruned_at: datetime | None = None
 
     # --- passes ---------------------------------------------------------------------------------
 
@@ -152,7 +161,19 @@ class Node:
             else:
                 self._tend_due(now, report, finished)
             self.last_pass_at = now
+            self._prune_audit(now)
             return report
+
+    def _prune_audit(self, now: datetime) -> None:
+        """Drops the audit entries past `audit_retention` (semantic 36), at most once an hour."""
+        if self._audit_pruned_at is not None and now - self._audit_pruned_at < AUDIT_PRUNE_EVERY:
+            return
+        try:
+            self.store.prune_audit(now - self.settings.audit_retention)
+        except StoreError as error:
+            log.warning("could not drop old audit entries (the next pass tries again): %s", error)
+            return
+        self._audit_pruned_at = now
 
     def _beat(self, now: datetime, force: bool = False) -> bool:
         """Renews this node's lease when a beat is due by the monotonic clock (or `force`); returns
@@ -467,8 +488,9 @@ class Node:
 
     # --- operator actions that need the node --------------------------------------------------
 
-    def run_now(self, job_id: int) -> Job:
-        """Claims and starts an occurrence of an active job now; refusals as DESIGN semantic 12."""
+    def run_now(self, job_id: int, audit: Callable[[Job, Job], AuditEntry] | None = None) -> Job:
+        """Claims and starts an occurrence of an active job now; refusals as DESIGN semantic 12.
+        `audit` makes the entry of the claim from the job before and after it, written with it."""
         with self._lock:
             state = "unknown"
             for _ in range(CAS_TRIES):
@@ -486,7 +508,8 @@ class Node:
                 state = job.state.value
                 decision = engine.run_now(job, now, self.rules)
                 self._beat(now, force=True)
-                if self._won(self.store.save([decision.job], keep=False)[0]):
+                entries = [audit(job, decision.job)] if audit is not None else []
+                if self._won(self.store.save([decision.job], keep=False, audit=entries)[0]):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self._dispatch(claimed, decision.fire)
@@ -509,8 +532,9 @@ class Node:
         )
         return next((beat.node for beat in peers if beat.beat_at > fresh), None)
 
-    def hand_off(self, job_id: int) -> Job:
-        """Leaves a run_now of an active job in the store for a serving node (engine.hand_off)."""
+    def hand_off(self, job_id: int, audit: Callable[[Job, Job], AuditEntry] | None = None) -> Job:
+        """Leaves a run_now of an active job in the store for a serving node (engine.hand_off), with
+        the audit entry `audit` makes of it."""
         with self._lock:
             state = "unknown"
             for _ in range(CAS_TRIES):
@@ -519,7 +543,8 @@ class Node:
                     raise NotFound(f"no job with id {job_id}")
                 state = job.state.value
                 queued = engine.hand_off(job, self.clock.now())
-                if self._won(self.store.save([queued], keep=False)[0]):
+                entries = [audit(job, queued)] if audit is not None else []
+                if self._won(self.store.save([queued], keep=False, audit=entries)[0]):
                     return queued.evolve(version=queued.version + 1)
             raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
 

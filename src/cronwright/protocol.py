@@ -49,6 +49,7 @@ ACTIONS: dict[str, Handler] = {
     "run_now": Service.run_now,
     "delete": Service.delete,
     "history": Service.history,
+    "audit": Service.audit,
     "tick": Service.tick,
     "status": Service.status,
     "preview": Service.preview,

@@ -41,7 +41,9 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
     if one_shot and rows and not any(job.state.live for job in existing):
         return  # a one-shot seed that already ended, or was deleted, fired its once
     if not existing:
-        service.create_job({"job": dict(seed)}, SEED_SOURCE)  # new, or a deleted recurring seed
+        service.create_job(
+            {"job": dict(seed)}, SEED_SOURCE, audit_as="seed"
+        )  # new, or a deleted recurring seed
         return
     job = existing[-1]
     if job.state in (State.RUNNING, State.DONE, State.FAILED):
@@ -55,4 +57,4 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         # A seed declares its whole schedule: a cron without tz is read in the node zone, as at its
         # create, rather than kept in whatever zone the job has (an update's rule, semantic 26).
         changes["schedule"] = {**schedule, "tz": service.zone.key}
-    service.update({"job_id": job.id, "changes": changes}, SEED_SOURCE)
+    service.update({"job_id": job.id, "changes": changes}, SEED_SOURCE, audit_as="seed")

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 from cronwright import dryrun, engine, fields, timetable
 from cronwright.allowlist import Allowlist
+from cronwright.audit import AuditEntry, changes, entry_row
 from cronwright.errors import (
     ImmutableField,
     Invalid,
@@ -41,7 +42,7 @@ from cronwright.model import (
 )
 from cronwright.node import Node
 from cronwright.rows import firing_row, job_row, run_row
-from cronwright.sources import Source
+from cronwright.sources import OPERATOR, Source
 from cronwright.store.base import Write
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
@@ -90,6 +91,34 @@ class Service:
 
     def row(self, job: Job) -> dict[str, Any]:
         return job_row(job, self.zone)
+
+    def _entry(
+        self,
+        action: str,
+        request: Mapping[str, Any],
+        source: Source,
+        before: Job | None,
+        after: Job | None,
+        note: str | None = None,
+    ) -> AuditEntry:
+        """The audit entry of a mutation of a job from `before` to `after` (semantic 36)."""
+        job = after or before
+        assert job is not None, "an entry records a job"
+        request_id = request.get("request_id")
+        return AuditEntry(
+            at=self.node.clock.now(),
+            source=source.name,
+            action=action,
+            job_id=job.id,
+            name=job.name,
+            owner=job.created_by,
+            changes=changes(
+                None if before is None else self.row(before), None if after is None else self.row(after)
+            ),
+            request_id=request_id if isinstance(request_id, str) else None,
+            origin=dict(job.origin),
+            note=note,
+        )
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -155,6 +184,32 @@ class Service:
         last = runs[limit - 1].id if len(runs) > limit else None
         if last is not None:  # (a run not yet written, kept in memory while the store fails, has none)
             reply["next_before"] = last
+        return reply
+
+    def audit(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """A page of audit entries, newest first. A source reads the entries it made and those about its
+        own schedules; the operator reads all. A `name` follows the live job of that name through its
+        renames; a name no live job has is matched as the entries wrote it (a deleted job's)."""
+        limit = fields.integer(request, "limit", 1, 1000, default=20)
+        before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
+        wanted_source = fields.text(request, "source", required=False)
+        job_id = None if request.get("job_id") is None else fields.integer(request, "job_id", 1, 2**62)
+        name = fields.text(request, "name", required=False)
+        if name is not None and job_id is None:
+            live = self.store.find(name)
+            if live is not None and source.sees(live.created_by):
+                job_id, name = live.id, None
+        entries = self.store.audit(
+            reader=_own(source),
+            source=wanted_source,
+            job_id=job_id,
+            name=name,
+            before=before,
+            limit=limit + 1,
+        )
+        reply: dict[str, Any] = {"entries": [entry_row(entry, self.zone) for entry in entries[:limit]]}
+        if len(entries) > limit:
+            reply["next_before"] = entries[limit - 1].id
         return reply
 
     def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -356,7 +411,10 @@ class Service:
 
     # --- changing -------------------------------------------------------------------------------
 
-    def create_job(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    def create_job(
+        self, request: Mapping[str, Any], source: Source, *, audit_as: str = "create"
+    ) -> dict[str, Any]:
+        """Creates a job. `audit_as` is the audit entry's action (a seed's upsert says `seed`)."""
         data = request.get("job")
         if not isinstance(data, dict):
             raise Invalid("job", "'job' must be an object with name, target, action and schedule (or run_at)")
@@ -417,7 +475,8 @@ class Service:
                 raise NameTaken(f"a job named '{name}' exists{yours}")
             if dry:
                 return self._dry(engine.arm(job, now), source, adds=1)
-            stored = self.store.insert(engine.arm(job, now))
+            armed = engine.arm(job, now)
+            stored = self.store.insert(armed, self._entry(audit_as, request, source, None, armed))
             if timetable.jitter_of(schedule) is not None:
                 stored = self._jitter_with_id(stored, now)
         self.node.wake()
@@ -460,9 +519,10 @@ class Service:
         used = self.store.count_live(source.name) + adds
         return dryrun.reply(self.row(job), job, used, source.max_schedules, self.zone)
 
-    def _save(self, job: Job) -> dict[str, Any]:
-        """Writes an operator's change; on a lost race the request is refused, never half-applied."""
-        written = self.store.save([job])[0]
+    def _save(self, job: Job, entry: AuditEntry) -> dict[str, Any]:
+        """Writes an operator's change, with its audit entry; on a lost race the request is refused, never
+        half-applied (and the entry is not written)."""
+        written = self.store.save([job], audit=[entry])[0]
         if written is Write.LOST:
             current = self.store.get(job.id)
             state = current.state.value if current else "deleted"
@@ -471,7 +531,9 @@ class Service:
         persistence = Persistence.DEGRADED if written is Write.KEPT else self.store.inner.persistence
         return {"job": self.row(job.evolve(version=job.version + 1)), "persistence": persistence.value}
 
-    def update(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    def update(
+        self, request: Mapping[str, Any], source: Source, *, audit_as: str = "update"
+    ) -> dict[str, Any]:
         job = self.job(request, source)
         changes = request.get("changes")
         if not isinstance(changes, dict) or not changes:
@@ -520,32 +582,42 @@ class Service:
             # written in one exclusive section, as a create is, so racing renewals cannot both pass.
             with self._create_lock, self.store.exclusive():
                 self._check_quota(source)
-                return self._dry(updated, source, adds=1) if dry else self._save(updated)
-        return self._dry(updated, source, adds=0) if dry else self._save(updated)
+                if dry:
+                    return self._dry(updated, source, adds=1)
+                return self._save(updated, self._entry(audit_as, request, source, job, updated))
+        if dry:
+            return self._dry(updated, source, adds=0)
+        return self._save(updated, self._entry(audit_as, request, source, job, updated))
 
     def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
         # Who paused it: the operator, or the job's own source (no other source can see it).
         by = PausedBy.OPERATOR if source.operator else PausedBy.SOURCE
-        return self._save(engine.pause(job, by).evolve(updated_at=self.node.clock.now()))
+        paused = engine.pause(job, by).evolve(updated_at=self.node.clock.now())
+        return self._save(paused, self._entry("pause", request, source, job, paused))
 
     def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
         now = self.node.clock.now()
         decision = engine.resume(job, now, self.node.rules)
-        reply = self._save(decision.job.evolve(updated_at=now))
+        resumed = decision.job.evolve(updated_at=now)
+        reply = self._save(resumed, self._entry("resume", request, source, job, resumed))
         self.node.announce(decision)  # a misfire skip, once the resume is written
         return reply
 
     def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
+
+        def entry(before: Job, after: Job) -> AuditEntry:
+            return self._entry("run_now", request, source, before, after)
+
         # A process that will not outlive its request leaves the run to a serving node (semantic 28).
         peer = self.node.serving_peer() if self.node.short_lived else None
         if peer is not None:
-            queued = self.node.hand_off(job.id)
+            queued = self.node.hand_off(job.id, entry)
             reply = {"job": self.row(queued), "persistence": self.store.inner.persistence.value}
             return reply | {"handed_to": peer}
-        claimed = self.node.run_now(job.id)
+        claimed = self.node.run_now(job.id, entry)
         return {"job": self.row(claimed), "persistence": self.store.inner.persistence.value}
 
     def delete(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -556,15 +628,28 @@ class Service:
         except StoreCorrupt as error:
             if not source.operator or request.get("job_id") is None:
                 raise  # whose the row is cannot be told, so only the operator may remove it, by id
-            return self._delete_unreadable(fields.integer(request, "job_id", 1, 2**62), error)
-        gone, persistence = self.store.delete(job.id)
+            return self._delete_unreadable(fields.integer(request, "job_id", 1, 2**62), error, request)
+        gone, persistence = self.store.delete(job.id, self._entry("delete", request, source, job, None))
         self.node.wake()
         return {"job": self.row(gone or job), "persistence": persistence.value}
 
-    def _delete_unreadable(self, job_id: int, error: StoreCorrupt) -> dict[str, Any]:
+    def _delete_unreadable(
+        self, job_id: int, error: StoreCorrupt, request: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """Removes a row that cannot be read. The reply's `job` is the row as `unreadable` lists it
-        (`id`, `error`), since the row itself cannot be shown."""
-        if not self.store.delete_unreadable(job_id):
+        (`id`, `error`), since the row itself cannot be shown; so is its audit entry's `changes`."""
+        request_id = request.get("request_id")
+        entry = AuditEntry(
+            at=self.node.clock.now(),
+            source=OPERATOR,
+            action="delete",
+            job_id=job_id,
+            name="",
+            owner="",
+            changes={"error": (str(error), None)},
+            request_id=request_id if isinstance(request_id, str) else None,
+        )
+        if not self.store.delete_unreadable(job_id, entry):
             raise NotFound(f"no job with id {job_id}; `list` shows the jobs there are")
         self.node.wake()
         return {"job": {"id": job_id, "error": str(error)}, "persistence": self.store.inner.persistence.value}

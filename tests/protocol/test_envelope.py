@@ -15,7 +15,7 @@ from cronwright.sources import operator
 from .support import agent, create, refused, snapshot
 
 CONTRACT_ACTIONS = {
-    "create_job", "update", "get", "list", "pause", "resume", "run_now", "delete", "history", "tick",
+    "create_job", "update", "get", "list", "pause", "resume", "run_now", "delete", "history", "audit", "tick",
     "status", "preview", "targets", "interface",
 }  # fmt: skip
 

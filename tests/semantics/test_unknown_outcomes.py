@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import Harness, at, make_harness
+from cronwright.audit import AuditEntry
 from cronwright.clock import ManualClock
 from cronwright.errors import StoreError
 from cronwright.model import Job, Outcome, Run
@@ -27,8 +28,10 @@ class LostReplies(MemoryStore):
     dark_after_loss = False  # out of reach from the moment a reply is lost
     unreachable = False
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
-        written = super().save(jobs, runs)
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
+        written = super().save(jobs, runs, audit)
         if self.lose:
             self.lose -= 1
             self.unreachable = self.dark_after_loss

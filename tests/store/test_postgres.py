@@ -136,7 +136,7 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(opened: list[Postgre
 
         assert catalog(migrated) == catalog(fresh)
         tables = sorted({row[0] for row in catalog(fresh)["columns"]})
-        assert tables == ["jobs", "nodes", "runs", "schema_migrations"]
+        assert tables == ["audit", "jobs", "nodes", "runs", "schema_migrations"]
         assert catalog(fresh)["versions"] == [(number,) for number in range(1, schema_version() + 1)]
         assert ("runs", "runs_once", "u", "UNIQUE (job_id, fire_id, attempt)") in catalog(fresh)[
             "constraints"
@@ -585,6 +585,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     # Back to what release 1 left: no created_by column, no index on it, schema version 1.
     with pg.connect(url) as connection, connection.transaction():
         connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
         connection.execute("DELETE FROM schema_migrations WHERE version > 1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from cronwright.audit import AuditEntry
 from cronwright.errors import StoreError
 from cronwright.events import MemorySink
 from cronwright.model import AtSchedule, Job, Run, State
@@ -20,15 +21,17 @@ class Failing(MemoryStore):
 
     broken = False
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().save(jobs, runs)
+        return super().save(jobs, runs, audit)
 
-    def delete(self, job_id: int) -> Job | None:
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().delete(job_id)
+        return super().delete(job_id, audit)
 
 
 def job(name: str, created_by: str) -> Job:

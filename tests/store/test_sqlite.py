@@ -104,6 +104,7 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(tmp_path: Path) -> N
 
     assert schema_of(migrated) == schema_of(fresh)
     assert [name for kind, name, _ in schema_of(fresh) if kind == "table"] == [
+        "audit",
         "jobs",
         "nodes",
         "runs",
@@ -442,6 +443,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, user_version 1.
     with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
         connection.execute("PRAGMA user_version = 1")

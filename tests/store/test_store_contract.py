@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import pg
+from cronwright.audit import AuditEntry
 from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
 from cronwright.events import MemorySink
 from cronwright.model import (
@@ -85,16 +86,18 @@ class LostReplies:
             self.dark = self.dark_after
             raise StoreError("the connection dropped after COMMIT was sent")
 
-    def insert(self, job: Job) -> Job:
-        stored = self._inner.insert(job)
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
+        stored = self._inner.insert(job, audit)
         self._lost()
         return stored
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         if self.fail:
             self.fail -= 1
             raise StoreError("the disk is full")
-        written = self._inner.save(jobs, runs)
+        written = self._inner.save(jobs, runs, audit)
         self._lost()
         return written
 
@@ -961,3 +964,113 @@ def test_delete_unreadable_marks_a_row_deleted_without_reading_it(store: Store) 
     assert store.get(stored.id) is None and store.find("broken") is None
     assert store.delete_unreadable(stored.id) is False
     assert store.delete_unreadable(12345) is False
+
+
+# --- the audit log (semantic 36) ---------------------------------------------------------------------------
+
+
+def entry(action: str, job_id: int = 0, source: str = "agent", **fields: object) -> AuditEntry:
+    settings: dict[str, object] = {"at": T0, "name": "nightly", "owner": source}
+    settings["changes"] = {"state": ("a", "b")}
+    settings.update(fields)
+    return AuditEntry(source=source, action=action, job_id=job_id, **settings)  # type: ignore[arg-type]
+
+
+def actions(store: Store, **filters: object) -> list[str]:
+    return [found.action for found in store.audit(**filters)]  # type: ignore[arg-type]
+
+
+def test_an_entry_is_written_with_its_insert_and_read_back_whole(store: Store) -> None:
+    made = entry("create", request_id="req-1", origin={"via": "mcp"}, changes={"name": (None, "nightly")})
+
+    stored = store.insert(job(), made)
+
+    [found] = store.audit()
+    assert found == replace(made, job_id=stored.id, id=found.id)
+    assert found.id is not None and found.at == T0
+
+
+def test_a_refused_insert_writes_no_entry(store: Store) -> None:
+    store.insert(job(), entry("create"))
+    with pytest.raises(NameTaken):
+        store.insert(job(), entry("create"))
+    assert actions(store) == ["create"]
+
+
+def test_an_entry_of_a_save_is_written_only_if_its_job_was(store: Store) -> None:
+    stored = store.insert(job())
+
+    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [DURABLE]
+    # The same version again: another writer got there first, so this mutation did not happen.
+    assert store.save([stored.evolve(occurrences=2)], audit=[entry("pause", stored.id)]) == [LOST]
+
+    assert actions(store) == ["update"]
+
+
+def test_an_entry_of_a_delete_is_written_only_if_a_row_went(store: Store) -> None:
+    stored = store.insert(job())
+
+    store.delete(stored.id, entry("delete", stored.id))
+    store.delete(stored.id, entry("delete", stored.id))
+
+    assert actions(store) == ["delete"]
+
+
+def test_a_claims_entry_goes_with_the_claim(store: Store) -> None:
+    stored = store.insert(job())
+
+    written = store.save([running(stored, "node-a")], keep=False, audit=[entry("run_now", stored.id)])
+
+    assert written == [DURABLE] and actions(store) == ["run_now"]
+
+
+def test_entries_read_newest_first_by_reader_source_job_and_page(store: Store) -> None:
+    mine, theirs = store.insert(job("mine")), store.insert(job("theirs"))
+    store.save([mine], audit=[entry("update", mine.id, name="mine")])
+    store.save([theirs], audit=[entry("update", theirs.id, source="other", name="theirs")])
+    # The operator on the agent's job: the agent reads it, as it is about its own schedule.
+    store.save([mine.evolve(version=2)], audit=[entry("approve", mine.id, source="cli", owner="agent")])
+
+    newest = store.audit()
+    assert [e.action for e in newest] == ["approve", "update", "update"]
+    assert [e.name for e in store.audit(reader="agent")] == ["nightly", "mine"]
+    assert actions(store, reader="other") == ["update"]
+    assert actions(store, source="cli") == ["approve"]
+    assert actions(store, job_id=theirs.id) == ["update"]
+    assert actions(store, name="theirs") == ["update"]
+    page = store.audit(limit=1, before=newest[0].id)
+    assert page == [newest[1]]
+
+
+def test_a_failed_save_keeps_its_entry_and_writes_it_once_it_lands(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    stored = store.insert(job())
+    lossy.fail = 1
+
+    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [Write.KEPT]
+    assert actions(store) == []
+    store.flush()
+    store.flush()
+
+    assert actions(store) == ["update"]
+
+
+def test_an_entry_whose_write_landed_unheard_is_never_written_twice(backend: Case) -> None:
+    store, lossy = backend.open_lossy()
+    stored = store.insert(job())
+    lossy.lose, lossy.dark_after = 1, True
+
+    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [Write.KEPT]
+    lossy.dark = False
+    store.flush()
+
+    assert actions(store) == ["update"]
+
+
+def test_prune_drops_the_entries_past_retention(store: Store) -> None:
+    stored = store.insert(job())
+    store.save([stored], audit=[entry("update", stored.id, at=T0 - timedelta(days=91))])
+    store.save([stored.evolve(version=2)], audit=[entry("pause", stored.id)])
+
+    assert store.prune_audit(T0 - timedelta(days=90)) == 1
+    assert actions(store) == ["pause"]

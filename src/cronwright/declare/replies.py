@@ -194,6 +194,32 @@ class HistoryReply(Reply):
     next_before: int | None = Field(None, description="Where older runs follow: the before of the next page.")
 
 
+class AuditEntryRow(Row):
+    """One mutation of one schedule (semantic 36)."""
+
+    id: int | None = Field(description="The entry's id, what `before` pages on.")
+    at: str = Field(description=ISO)
+    source: str = Field(description="The source that made the change (`cli`: the local operator).")
+    request_id: str | None = Field(description="The request's request_id, if it had one.")
+    origin: dict[str, Any] = Field(description="The schedule's origin labels.")
+    action: str = Field(
+        description="create, update, pause, resume, delete, run_now, approve, reject, or seed (an upsert)."
+    )
+    job_id: int
+    name: str = Field(description="The schedule's name at the time.")
+    changes: dict[str, list[Any]] = Field(
+        description="Each field that changed: [before, after], as rows show it."
+    )
+    note: str | None = Field(None, description="The note given with the change, if any.")
+
+
+class AuditReply(Reply):
+    entries: list[AuditEntryRow] = Field(description="Newest first.")
+    next_before: int | None = Field(
+        None, description="Where older entries follow: the before of the next page."
+    )
+
+
 class TickReply(Reply):
     fired: int
     fire_ids: list[str]
@@ -273,6 +299,7 @@ REPLIES: dict[str, type[Reply]] = {
     "run_now": RunNowReply,
     "delete": JobReply,
     "history": HistoryReply,
+    "audit": AuditReply,
     "tick": TickReply,
     "status": StatusReply,
     "preview": PreviewReply,

@@ -401,6 +401,24 @@ class History(Request):
     model_config = _example({"action": "history", "name": "nightly-report", "limit": 10})
 
 
+class Audit(Request):
+    """Who changed what, newest first: the audit entries the source may read (its own, and those about its
+    own schedules; the operator reads all), of one schedule or one source if asked."""
+
+    action: Literal["audit"]
+    name: Annotated[
+        Text | None, Field(description="Only this schedule's entries (a deleted one's by the name it had).")
+    ] = None
+    job_id: Annotated[Id | None, Field(description="Only this schedule's entries, by id.")] = None
+    source: Annotated[Text | None, Field(description="Only entries this source made.")] = None
+    limit: Annotated[Limit | None, Field(description="At most this many entries (default 20).")] = None
+    before: Annotated[
+        Id | None,
+        Field(description="Only entries older than the entry with this id: the next_before of a page."),
+    ] = None
+    model_config = _example({"action": "audit", "name": "nightly-report", "limit": 10})
+
+
 class Tick(Request):
     """Runs one scheduling pass now and waits for the runs it started (the local operator only)."""
 
@@ -462,6 +480,7 @@ MODELS: dict[str, type[Request]] = {
     "run_now": RunNow,
     "delete": Delete,
     "history": History,
+    "audit": Audit,
     "tick": Tick,
     "status": Status,
     "preview": Preview,
@@ -479,6 +498,7 @@ AnyRequest = Annotated[
     | RunNow
     | Delete
     | History
+    | Audit
     | Tick
     | Status
     | Preview

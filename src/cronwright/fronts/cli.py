@@ -302,6 +302,32 @@ def history(
 
 
 @cli.command()
+@click.argument("name", required=False)
+@click.option("--source", metavar="S", help="Only the changes this source made (cli: the operator).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option(
+    "--before", type=click.IntRange(1), metavar="ID", help="Only entries older than the entry with this id."
+)
+@json_option
+@pass_runtime
+def audit(
+    runtime: Runtime, name: str | None, source: str | None, limit: int, before: int | None, as_json: bool
+) -> None:
+    """Who changed what, newest first: of one schedule, or of all; a page at a time."""
+
+    def human(reply: Reply) -> None:
+        if not reply["entries"]:
+            click.echo("no audit entries")
+            return
+        render.table(render.AUDIT_COLUMNS, [render.audit_cells(entry) for entry in reply["entries"]])
+        following = reply.get("next_before")
+        if following is not None:
+            click.echo(f"\nMore follow: add --before {following} for the next page.")
+
+    finish(runtime.call("audit", name=name, source=source, limit=limit, before=before), as_json, human)
+
+
+@cli.command()
 @json_option
 @pass_runtime
 def status(runtime: Runtime, as_json: bool) -> None:

@@ -178,6 +178,9 @@ class _Api:
     async def runs(self, request: Request) -> Response:
         return await self._read(request, "history", {"name", "job_id", "limit", "before"})
 
+    async def audit(self, request: Request) -> Response:
+        return await self._read(request, "audit", {"name", "job_id", "source", "limit", "before"})
+
     async def status(self, request: Request) -> Response:
         return await self._read(request, "status", set())
 
@@ -229,6 +232,7 @@ def create_app(app: App, sources: Sequence[Source] | None = None, host: str = "1
             _get("/v1/jobs", api.jobs),
             _get("/v1/jobs/{name}", api.job),
             _get("/v1/runs", api.runs),
+            _get("/v1/audit", api.audit),
             _get("/v1/status", api.status),
             _get("/metrics", api.metrics),
             _get("/healthz", api.healthz),

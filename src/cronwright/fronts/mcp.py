@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 from cronwright.declare import replies
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
+    Audit,
     Changes,
     CreateJob,
     Get,
@@ -73,10 +74,11 @@ TOOL_OF = {
     "resume": "schedules_resume",
     "run_now": "schedules_run_now",
     "history": "schedules_history",
+    "audit": "schedules_audit",
     "preview": "schedules_preview",
     "targets": "schedules_targets",
 }
-_READS = {"list", "get", "history", "preview", "targets"}
+_READS = {"list", "get", "history", "audit", "preview", "targets"}
 
 
 # --- the tools' arguments, from the protocol's models -----------------------------------------------------
@@ -210,6 +212,11 @@ def _specs() -> list[ToolSpec]:
              "history", replies.HistoryReply, """
              Recent runs, newest first, of one schedule or of all of yours: outcome, message and timing of
              each attempt."""),
+        spec("schedules_audit", "Who changed what", read, _arguments("schedules_audit", **_fields(Audit)),
+             "audit", replies.AuditReply, """
+             The audit log, newest first: each change to your schedules (create, update, pause, resume,
+             delete, run_now, approve, reject), who made it, when, and each field's value before and
+             after. You read the entries you made and those about your own schedules."""),
         spec("schedules_preview", "Preview a cron expression", read,
              _arguments("schedules_preview", **_fields(Preview)), "preview", replies.PreviewReply, """
              Check a cron expression before using it: its normalized form, a plain-words explanation, and
@@ -378,6 +385,15 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             else ""
         )
         return f"{len(runs)} runs{newest}"
+    if action == "audit":
+        entries = reply["entries"]
+        newest = (
+            f"; newest: {entries[0]['action']} of '{entries[0]['name']}' by {entries[0]['source']} at "
+            f"{entries[0]['at']}"
+            if entries
+            else ""
+        )
+        return f"{len(entries)} audit entries{newest}"
     if action == "preview":
         firings = ", ".join(reply["firings"][:3])
         return f"{reply['expression']} ({reply['explanation']}, {reply['tz']}): next {firings}"

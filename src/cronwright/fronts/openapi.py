@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from cronwright.declare import replies
-from cronwright.declare.requests import MODELS, History, ListJobs
+from cronwright.declare.requests import MODELS, Audit, History, ListJobs
 from cronwright.declare.types import NAME_PATTERN
 
 REF = "#/components/schemas/{model}"
@@ -147,6 +147,12 @@ def _paths(schemas: dict[str, Any]) -> dict[str, Any]:
             "Recent runs, newest first (the protocol's `history`).",
             "HistoryReply",
             _query(History, schemas),
+        ),
+        "/v1/audit": _get(
+            "listAudit",
+            "Who changed what, newest first (the protocol's `audit`): a source reads its own entries.",
+            "AuditReply",
+            _query(Audit, schemas),
         ),
         "/v1/status": _get("status", "The node, counts by state, runs in flight.", "StatusReply", []),
         "/metrics": _plain(

@@ -63,6 +63,35 @@ def run_cells(run: Mapping[str, Any]) -> list[str]:
     ]
 
 
+AUDIT_COLUMNS = ("AT", "SOURCE", "ACTION", "NAME", "CHANGES")
+# The fields an audit line names, in this order; the rest of a create's or delete's row is in --json.
+_AUDIT_FIELDS = ("state", "schedule", "args", "name", "next_run_at", "ends_at", "paused_by")
+
+
+def audit_cells(entry: Mapping[str, Any]) -> list[str]:
+    """One audit entry as a table row: what changed, `field: before -> after`, the main fields first."""
+    changes = entry.get("changes") or {}
+    if entry["action"] in ("create", "delete", "reject") or (entry["action"] == "seed" and "id" in changes):
+        shown = [name for name in ("state", "schedule") if name in changes]
+    else:
+        shown = [name for name in _AUDIT_FIELDS if name in changes]
+        shown += sorted(name for name in changes if name not in _AUDIT_FIELDS)
+    said = "; ".join(f"{name}: {_short(changes[name][0])} -> {_short(changes[name][1])}" for name in shown)
+    if entry.get("note"):
+        said += f" (note: {entry['note']})"
+    return [entry["at"], entry["source"], entry["action"], entry["name"] or f"#{entry['job_id']}", said]
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        if "cron" in value:
+            return str(value["cron"])
+        return ",".join(f"{k}={v}" for k, v in value.items() if k != "every_ms") or "{}"
+    return str(value)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if out.isatty():

@@ -17,6 +17,10 @@ Leases are per node: a node that runs attempts beats (`beat`) at least every `LE
 job whose `in_flight.node` has not beaten for `LEASE_TTL` belongs to a dead node; `orphans` finds it,
 and the engine records its attempt `interrupted` (never re-running it). A live node's beat keeps all
 of its runs covered at once, so the cost of a lease does not grow with the runs in flight.
+
+The audit log (semantic 36): `insert`, `save` and `delete` take the entries that record them, and write
+each in the very transaction of its mutation, so an entry exists exactly when its mutation does. An entry
+whose job was not written (a lost compare-and-swap, a delete of nothing) is not written either.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
+from cronwright.audit import AuditEntry
 from cronwright.errors import NotFound
 from cronwright.model import Job, Persistence, Run, State
 
@@ -87,15 +92,19 @@ class Backend(Protocol):
         store's back), by job id, with why; a row leaves this once a read finds it whole again."""
         ...
 
-    def insert(self, job: Job) -> Job:
-        """Stores a new job; returns it with its assigned id and version 1.
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
+        """Stores a new job; returns it with its assigned id and version 1. `audit`, the entry that
+        records the create, is written in the same transaction, with the job's id.
 
         Raises NameTaken if a job that is not deleted already has the name. Atomic with that check.
         """
         ...
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         """Writes jobs and appends runs in one transaction; returns, per job, whether it was written.
+        Each entry of `audit` is written in that transaction if its job (`entry.job_id`) was written.
 
         A job is written only if its stored row exists, is not deleted, and has version `job.version`;
         it is stored with `job.version + 1`. Runs are appended whatever the jobs' fate (a run of a job
@@ -163,17 +172,38 @@ class Backend(Protocol):
         """The earliest `wake_at()` of any job not deleted, or None."""
         ...
 
-    def delete(self, job_id: int) -> Job | None:
-        """Marks a job deleted and returns the row that went; None if there was none.
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
+        """Marks a job deleted and returns the row that went; None if there was none. `audit` is written
+        in the same transaction if a row went.
 
         The row stays for `once` dedupe and its runs stay in the history, but it is never read as a
         job again and its name is free.
         """
         ...
 
-    def delete_unreadable(self, job_id: int) -> bool:
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
         """Marks a job deleted without reading its row: the operator's way to remove a row that cannot be
-        read (a botched hand edit). True if a row that was not deleted had that id. Its runs stay."""
+        read (a botched hand edit). True if a row that was not deleted had that id. Its runs stay.
+        `audit` is written in the same transaction if a row went."""
+        ...
+
+    def audit(
+        self,
+        *,
+        reader: str | None = None,
+        source: str | None = None,
+        job_id: int | None = None,
+        name: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """Audit entries, newest first (by id), at most `limit`: those `reader` may see (None: all; a
+        source: those it made and those about its own jobs), of one `source`, one job, one name, and
+        with `before` (an entry's id) only older ones."""
+        ...
+
+    def prune_audit(self, older_than: datetime) -> int:
+        """Drops the entries from before `older_than` (retention); answers how many went."""
         ...
 
     def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
@@ -259,13 +289,19 @@ class Store(Protocol):
         """As `Backend.exclusive`, this store's own lock held for the section too."""
         ...
 
-    def insert(self, job: Job) -> Job:
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         """As `Backend.insert`. An insert that failed but landed (its reply lost) is found by reading
         back, and answered as the insert it was; otherwise the StoreError stands."""
         ...
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        *,
+        keep: bool = True,
+        claims: Sequence[Job] = (),
+        audit: Sequence[AuditEntry] = (),
     ) -> list[Write]:
         """Writes `jobs`, then `claims`, as compare-and-swaps, and appends `runs`, in one transaction of
         the backend; answers one Write per job, then per claim. It never raises StoreError.
@@ -283,6 +319,8 @@ class Store(Protocol):
         - Runs are written idempotently by (job, fire_id, attempt): a replay writes none twice. A
           different record of an attempt already recorded (a double run) is left out, and said so,
           and the rest of the save is written.
+        - Audit entries go with their jobs (or claims): written in the same transaction when the job is,
+          and waiting in memory with a KEPT job, to be written when it lands (idempotently, by key).
         """
         ...
 
@@ -292,14 +330,30 @@ class Store(Protocol):
         truth."""
         ...
 
-    def delete(self, job_id: int) -> tuple[Job | None, Persistence]:
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> tuple[Job | None, Persistence]:
         """As `Backend.delete`, with the persistence of the delete. If the backend fails, a tombstone
-        hides the job (it never runs) and the answer is `degraded`; a delete by id retried finishes it."""
+        hides the job (it never runs) and the answer is `degraded`; a delete by id retried finishes it,
+        and writes the entry with it."""
         ...
 
-    def delete_unreadable(self, job_id: int) -> bool:
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
         """As `Backend.delete_unreadable`; a write of that job waiting in memory is dropped."""
         ...
+
+    def audit(
+        self,
+        *,
+        reader: str | None = None,
+        source: str | None = None,
+        job_id: int | None = None,
+        name: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """As `Backend.audit` (entries waiting in memory are not shown until written)."""
+        ...
+
+    def prune_audit(self, older_than: datetime) -> int: ...
 
     def tombstone(self, job_id: object) -> Job | None:
         """The job a failed delete left behind, if `job_id` names one."""

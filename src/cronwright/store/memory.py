@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from cronwright.audit import AuditEntry, visible
 from cronwright.errors import DoubleRun, NameTaken
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store.base import LEASE_TTL, NodeBeat, same_record, unknown_run
@@ -26,6 +27,8 @@ class MemoryStore:
         self._beats: dict[str, NodeBeat] = {}
         self._next_id = 1
         self._seq = 0  # the last run id given out
+        self._audit: list[AuditEntry] = []  # oldest first, each with its id
+        self._audit_keys: set[str] = set()
 
     @property
     def persistence(self) -> Persistence:
@@ -44,16 +47,26 @@ class MemoryStore:
         with self._exclusive, guard or contextlib.nullcontext():
             yield
 
-    def insert(self, job: Job) -> Job:
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         with self._lock:
             if any(other.name == job.name for other in self._jobs.values()):
                 raise NameTaken(f"a job named '{job.name}' exists; choose another name or delete it first")
             stored = job.evolve(id=self._next_id, version=1)
             self._next_id += 1
             self._jobs[stored.id] = stored
+            if audit is not None:
+                self._record(audit.of_job(stored.id))
             return stored
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def _record(self, entry: AuditEntry) -> None:
+        if entry.key in self._audit_keys:
+            return  # a replay of an entry written already
+        self._audit_keys.add(entry.key)
+        self._audit.append(replace(entry, id=len(self._audit_keys)))
+
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         with self._lock:
             # Idempotent by attempt: a record met again is not added twice; another record of it is a
             # double run, and nothing is written.
@@ -79,6 +92,10 @@ class MemoryStore:
                 self._seq += 1
                 self._runs[run.job_id].appendleft(replace(run, id=self._seq))
                 self._fires[key] = run
+            won = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
+            for entry in audit:
+                if entry.job_id in won:
+                    self._record(entry)
             return written
 
     def get(self, job_id: int) -> Job | None:
@@ -133,15 +150,46 @@ class MemoryStore:
             wakes = [wake for job in self._jobs.values() if (wake := job.wake_at()) is not None]
         return min(wakes, default=None)
 
-    def delete(self, job_id: int) -> Job | None:
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         with self._lock:
             job = self._jobs.pop(job_id, None)
             if job is not None:
                 self._deleted[job_id] = job
+                if audit is not None:
+                    self._record(audit)
             return job
 
-    def delete_unreadable(self, job_id: int) -> bool:
-        return self.delete(job_id) is not None  # every row in memory can be read
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
+        return self.delete(job_id, audit) is not None  # every row in memory can be read
+
+    def audit(
+        self,
+        *,
+        reader: str | None = None,
+        source: str | None = None,
+        job_id: int | None = None,
+        name: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        with self._lock:
+            found = [
+                entry
+                for entry in reversed(self._audit)
+                if visible(entry, reader)
+                and (source is None or entry.source == source)
+                and (job_id is None or entry.job_id == job_id)
+                and (name is None or entry.name == name)
+                and (before is None or (entry.id or 0) < before)
+            ]
+        return found[: max(limit, 0)]
+
+    def prune_audit(self, older_than: datetime) -> int:
+        with self._lock:
+            kept = [entry for entry in self._audit if entry.at >= older_than]
+            dropped = len(self._audit) - len(kept)
+            self._audit = kept
+            return dropped
 
     def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
         with self._lock:

@@ -45,6 +45,7 @@ from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from cronwright.audit import AuditEntry, entry_data
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store import sql_files
@@ -59,7 +60,7 @@ DEFAULT_SCHEMA = "cronwright"
 # pg_advisory_xact_lock(class, key): the class is "CrWt", the key the schema name's hash.
 _LOCK_CLASS = int.from_bytes(b"CrWt", "big")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes"})
+_TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes", "audit"})
 # A node whose clock differs from the database's by more than this is told so (logs and `state`).
 SKEW_WARNING = timedelta(seconds=2)
 # Defaults for what the URL does not set. A dead server is found by TCP keepalives within about a
@@ -397,7 +398,7 @@ class PostgresStore(SqlJobReads):
 
     # -- jobs --------------------------------------------------------------------------------------
 
-    def insert(self, job: Job) -> Job:
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         columns = _job_columns(job)
         with self._session(write=True) as connection:
             try:
@@ -406,12 +407,16 @@ class PostgresStore(SqlJobReads):
                 if err.diag.constraint_name == "jobs_live_name":
                     raise _name_taken(job.name) from err
                 raise
+            if audit is not None and row is not None:
+                connection.execute(_Q["insert_audit"], _audit_columns(audit.of_job(int(row[0]))))
             self._notify(connection)
         if row is None:  # pragma: no cover - INSERT ... RETURNING always returns the row
             raise StoreError("the database assigned no id to a new job")
         return job.evolve(id=int(row[0]), version=1)
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
         updates = [(*_job_columns(jobs[index]), jobs[index].id, jobs[index].version) for index in order]
@@ -428,6 +433,11 @@ class PostgresStore(SqlJobReads):
                 self._insert_runs(cursor, runs, inserts)
                 job_ids = sorted({run.job_id for run in runs})
                 cursor.execute(_Q["prune_runs"], (job_ids, self._run_history))
+            # An entry records a mutation that happened: only one whose job was written.
+            stored = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
+            entries = [_audit_columns(entry) for entry in audit if entry.job_id in stored]
+            if entries:
+                cursor.executemany(_Q["insert_audit"], entries)
             if any(written):
                 self._notify(connection)
         return written
@@ -506,19 +516,30 @@ class PostgresStore(SqlJobReads):
         earliest = row[0] if row else None
         return None if earliest is None else _utc(earliest)
 
-    def delete(self, job_id: int) -> Job | None:
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         with self._session(write=True) as connection:
             row = connection.execute(_Q["delete_job"], (job_id,)).fetchone()
             if row is not None:
+                if audit is not None:
+                    connection.execute(_Q["insert_audit"], _audit_columns(audit))
                 self._notify(connection)
         return None if row is None else self._read_job(row)
 
-    def delete_unreadable(self, job_id: int) -> bool:
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
         with self._session(write=True) as connection:
             done = connection.execute(_Q["mark_deleted"], (job_id,))
             if done.rowcount:
+                if audit is not None:
+                    connection.execute(_Q["insert_audit"], _audit_columns(audit))
                 self._notify(connection)
             return done.rowcount > 0
+
+    def prune_audit(self, older_than: datetime) -> int:
+        with self._session(write=True) as connection:
+            return int(connection.execute(_Q["prune_audit"], (older_than,)).rowcount)
+
+    def _decoded(self, data: Any) -> Any:
+        return data
 
     # -- runs, beats, counts -----------------------------------------------------------------------
 
@@ -654,6 +675,19 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         node,
         Json(record, dumps=_encode),
         job.created_by,
+    )
+
+
+def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:
+    return (
+        entry.key,
+        entry.at,
+        entry.source,
+        entry.action,
+        entry.job_id,
+        entry.name,
+        entry.owner,
+        Json(entry_data(entry), dumps=_encode),
     )
 
 

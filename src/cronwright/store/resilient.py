@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
+from cronwright.audit import AuditEntry
 from cronwright.errors import DoubleRun, StoreError
 from cronwright.events import Event, EventKind, EventSink
 from cronwright.model import Job, Persistence, Run, State
@@ -44,7 +45,10 @@ class ResilientStore:
         self._lock = threading.RLock()
         self._pending: dict[int, Job] = {}
         self._pending_runs: list[Run] = []
+        # Entries of writes kept in memory: written with them when they land (idempotent by key).
+        self._pending_audit: list[AuditEntry] = []
         self._tombstones: dict[int, Job] = {}
+        self._tombstone_audit: dict[int, AuditEntry] = {}
         self._failing: set[int] = set()
 
     # --- writes ---------------------------------------------------------------------------------
@@ -70,11 +74,11 @@ class ResilientStore:
         # cannot deadlock with a save (which holds it around the inner store's own lock).
         return self.inner.exclusive(self._lock)
 
-    def insert(self, job: Job) -> Job:
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         """Stores a new job. A failed insert that landed all the same (its reply was lost) is found by
-        reading back, and answered as the insert it was."""
+        reading back, and answered as the insert it was (its entry landed with it, in its transaction)."""
         try:
-            return self.inner.insert(job)
+            return self.inner.insert(job, audit)
         except StoreError:
             landed = self._inserted(job)
             if landed is None:
@@ -91,36 +95,51 @@ class ResilientStore:
         return None
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), *, keep: bool = True, claims: Sequence[Job] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        *,
+        keep: bool = True,
+        claims: Sequence[Job] = (),
+        audit: Sequence[AuditEntry] = (),
     ) -> list[Write]:
         """See `base.Store.save`: claims are passed as `claims` (written in the same transaction as
         `jobs`, answered after them), or alone with `keep=False` (which keeps nothing, runs included)."""
         with self._lock:
             written = [*jobs, *claims]
             runs_to_write = [*self._pending_runs, *runs]
+            entries = [*self._pending_audit, *audit]
             try:
-                outcomes = self._save_once(written, runs_to_write)
+                outcomes = self._save_once(written, runs_to_write, entries)
             except StoreError as error:
-                return self._failed(jobs, claims, runs_to_write, keep, error)
+                return self._failed(jobs, claims, runs_to_write, entries, keep, error)
             self._pending_runs = []
             for job, ok in zip(jobs, outcomes, strict=False):
                 if ok:
                     self._recovered(job)
+            # Written with their jobs, or waiting still with a job kept in memory (another job's save).
+            self._pending_audit = [entry for entry in entries if entry.job_id in self._pending]
             return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
 
-    def _save_once(self, jobs: Sequence[Job], runs: list[Run]) -> list[bool]:
+    def _save_once(self, jobs: Sequence[Job], runs: list[Run], audit: Sequence[AuditEntry]) -> list[bool]:
         """The inner save; runs it refuses as second records of attempts recorded already are left out."""
         try:
-            return self.inner.save(jobs, runs)
+            return self.inner.save(jobs, runs, audit)
         except DoubleRun as error:
             doubles = set(error.keys)
             # Another writer recorded those attempts first (two nodes recovering one orphan, say).
             log.warning("%s; the write goes on without those runs", error)
             runs[:] = [run for run in runs if (run.job_id, run.fire_id, run.attempt) not in doubles]
-            return self.inner.save(jobs, runs)
+            return self.inner.save(jobs, runs, audit)
 
     def _failed(
-        self, jobs: Sequence[Job], claims: Sequence[Job], runs: list[Run], keep: bool, error: StoreError
+        self,
+        jobs: Sequence[Job],
+        claims: Sequence[Job],
+        runs: list[Run],
+        audit: list[AuditEntry],
+        keep: bool,
+        error: StoreError,
     ) -> list[Write]:
         landed, stored = self._read_back([*jobs, *claims])
         if landed:
@@ -131,6 +150,7 @@ class ResilientStore:
             for job, ok in zip(jobs, outcomes, strict=False):
                 if ok:
                     self._recovered(job)
+            self._pending_audit = [entry for entry in audit if entry.job_id in self._pending]
             return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
         failed_claim = Write.LOST if landed is False else Write.UNKNOWN
         if not keep:
@@ -139,6 +159,8 @@ class ResilientStore:
         for job in jobs:
             self._keep(job, error)
         self._pending_runs = runs
+        # The entries of the jobs kept wait with them; a claim's (never kept) goes with it.
+        self._pending_audit = [entry for entry in audit if entry.job_id in self._pending]
         if claims:
             log.warning("%d claims could not be saved, so they do not run: %s", len(claims), error)
         return [Write.KEPT] * len(jobs) + [failed_claim] * len(claims)
@@ -190,9 +212,9 @@ class ResilientStore:
         """Tries again every write that waits in memory."""
         with self._lock:
             for job_id in list(self._tombstones):
-                self.delete(job_id)
+                self.delete(job_id, self._tombstone_audit.get(job_id))
             pending = list(self._pending.values())
-            if pending or self._pending_runs:
+            if pending or self._pending_runs or self._pending_audit:
                 written = self.save(pending)
                 for job, outcome in zip(pending, written, strict=True):
                     if outcome is Write.LOST and job.id in self._pending and self._stale(job):
@@ -206,29 +228,34 @@ class ResilientStore:
             return False
         return stored is None or stored.version != job.version
 
-    def delete(self, job_id: int) -> tuple[Job | None, Persistence]:
-        """Deletes a job; on a failed write, leaves a tombstone and answers `degraded`."""
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> tuple[Job | None, Persistence]:
+        """Deletes a job; on a failed write, leaves a tombstone (and its entry, for the retry) and
+        answers `degraded`."""
         with self._lock:
             known = self._tombstones.get(job_id) or self.get(job_id)
+            audit = audit or self._tombstone_audit.get(job_id)
             try:
-                gone = self.inner.delete(job_id)
+                gone = self.inner.delete(job_id, audit)
             except StoreError as error:
                 if known is None:
                     raise
                 self._tombstones[job_id] = known
+                if audit is not None:
+                    self._tombstone_audit[job_id] = audit
                 self._pending.pop(job_id, None)
                 self._keep_tombstone(known, error)
                 return known, Persistence.DEGRADED
             self._pending.pop(job_id, None)
+            self._tombstone_audit.pop(job_id, None)
             tomb = self._tombstones.pop(job_id, None)
             if tomb is not None:
                 self._recovered(tomb)
             return gone or tomb, self.inner.persistence
 
-    def delete_unreadable(self, job_id: int) -> bool:
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
         with self._lock:
             self._pending.pop(job_id, None)
-            return self.inner.delete_unreadable(job_id)
+            return self.inner.delete_unreadable(job_id, audit)
 
     def tombstone(self, job_id: object) -> Job | None:
         """The job a failed delete left behind, if `job_id` names one."""
@@ -345,6 +372,23 @@ class ResilientStore:
             ]
         stored = self.inner.runs(job_id, limit, before)
         return sorted([*waiting, *stored], key=lambda run: run.finished_at, reverse=True)[:limit]
+
+    def audit(
+        self,
+        *,
+        reader: str | None = None,
+        source: str | None = None,
+        job_id: int | None = None,
+        name: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        return self.inner.audit(
+            reader=reader, source=source, job_id=job_id, name=name, before=before, limit=limit
+        )
+
+    def prune_audit(self, older_than: datetime) -> int:
+        return self.inner.prune_audit(older_than)
 
     def beat(self, node: str, now: datetime) -> None:
         self.inner.beat(node, now)

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from cronwright.audit import AuditEntry, read_entry
 from cronwright.errors import StoreCorrupt
 from cronwright.model import Job, Run, State
 from cronwright.store.base import same_record, unknown_run
@@ -53,6 +54,10 @@ class SqlJobReads:
 
     def _instant(self, moment: datetime) -> object:
         """`moment` as the wake_at column holds it."""
+        raise NotImplementedError
+
+    def _decoded(self, data: Any) -> Any:
+        """A JSON column's value as read (SQLite gives text, PostgreSQL the value)."""
         raise NotImplementedError
 
     @property
@@ -200,3 +205,49 @@ class SqlJobReads:
             query = self._queries["runs"].format(where=clause)
             rows = connection.execute(query, (*params, max(limit, 0))).fetchall()
         return [self._read_run(data, seq) for seq, data in rows]
+
+    def audit(
+        self,
+        *,
+        reader: str | None = None,
+        source: str | None = None,
+        job_id: int | None = None,
+        name: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        p = self._p
+        where: list[str] = []
+        params: list[object] = []
+        if reader is not None:
+            where.append(f"(source = {p} OR owner = {p})")
+            params += [reader, reader]
+        for column, value in (("source", source), ("job_id", job_id), ("name", name)):
+            if value is not None:
+                where.append(f"{column} = {p}")
+                params.append(value)
+        if before is not None:
+            where.append(f"seq < {p}")
+            params.append(before)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        with self._reading() as connection:
+            rows = connection.execute(
+                self._queries["audit"].format(where=clause), (*params, max(limit, 0))
+            ).fetchall()
+        return [self._read_entry(row) for row in rows]
+
+    def _read_entry(self, row: Sequence[Any]) -> AuditEntry:
+        seq, key, _at, source, action, job_id, name, owner, data = row
+        try:
+            return read_entry(
+                self._decoded(data),
+                seq=seq,
+                key=key,
+                source=source,
+                action=action,
+                job_id=job_id,
+                name=name,
+                owner=owner,
+            )
+        except Exception as err:  # whatever the decoding raises: the entry is bad
+            raise StoreCorrupt(f"audit entry {seq} cannot be read: {err!r}") from err

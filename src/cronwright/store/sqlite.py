@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cronwright.audit import AuditEntry, entry_data
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.store import sql_files
@@ -231,7 +232,7 @@ class SqliteStore(SqlJobReads):
             # Reading the schema parses it, so a damaged first page shows here and not at the first write;
             # and a file stamped as a store but missing its tables is refused rather than half used.
             tables = {row[0] for row in connection.execute(_Q["tables"])}
-            missing = sorted({"jobs", "runs", "nodes"} - tables)
+            missing = sorted({"jobs", "runs", "nodes", "audit"} - tables)
             if missing:
                 raise StoreCorrupt(f"{self._path} is damaged: its tables {', '.join(missing)} are missing")
             connection.execute("COMMIT")
@@ -305,7 +306,7 @@ class SqliteStore(SqlJobReads):
 
     # -- jobs --------------------------------------------------------------------------------------
 
-    def insert(self, job: Job) -> Job:
+    def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         columns = _job_columns(job)
         with self._transaction(write=True) as connection:
             try:
@@ -315,17 +316,22 @@ class SqliteStore(SqlJobReads):
                     raise _name_taken(job) from err
                 raise
             job_id = cursor.lastrowid
+            if audit is not None and job_id is not None:
+                connection.execute(_Q["insert_audit"], _audit_columns(audit.of_job(job_id)))
         if job_id is None:  # pragma: no cover - an INSERT into a rowid table always has one
             raise StoreError("the database assigned no id to a new job")
         return job.evolve(id=job_id, version=1)
 
-    def save(self, jobs: Sequence[Job], runs: Sequence[Run] = ()) -> list[bool]:
+    def save(
+        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+    ) -> list[bool]:
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         updates = [(*_job_columns(job), job.id, job.version) for job in jobs]
         inserts = [
             (run.job_id, run.fire_id, run.attempt, micros(run.finished_at), _encode(run_data(run)))
             for run in runs
         ]
+        entries = [(entry.job_id, _audit_columns(entry)) for entry in audit]
         with self._transaction(write=True) as connection:
             written = []
             for job, update in zip(jobs, updates, strict=True):
@@ -346,6 +352,11 @@ class SqliteStore(SqlJobReads):
                 raise DoubleRun.of(doubles)
             for job_id in sorted({run.job_id for run in runs}):
                 connection.execute(_Q["prune_runs"], (job_id, job_id, self._run_history))
+            # An entry records a mutation that happened: only one whose job was written.
+            won = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
+            for job_id, columns in entries:
+                if job_id in won:
+                    connection.execute(_Q["insert_audit"], columns)
         return written
 
     def _reading(self) -> AbstractContextManager[Any]:
@@ -359,18 +370,29 @@ class SqliteStore(SqlJobReads):
             (earliest,) = connection.execute(_Q["next_wake"]).fetchone()
         return None if earliest is None else from_micros(earliest)
 
-    def delete(self, job_id: int) -> Job | None:
+    def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         with self._transaction(write=True) as connection:
             row = connection.execute(_Q["live_job_by_id"], (job_id,)).fetchone()
             if row is None:
                 return None
             connection.execute(_Q["mark_deleted"], (job_id,))
+            if audit is not None:
+                connection.execute(_Q["insert_audit"], _audit_columns(audit))
         return self._read_job(row)
 
-    def delete_unreadable(self, job_id: int) -> bool:
+    def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
         with self._transaction(write=True) as connection:
             done = connection.execute(_Q["mark_deleted"], (job_id,))
+            if done.rowcount > 0 and audit is not None:
+                connection.execute(_Q["insert_audit"], _audit_columns(audit))
             return done.rowcount > 0
+
+    def prune_audit(self, older_than: datetime) -> int:
+        with self._transaction(write=True) as connection:
+            return int(connection.execute(_Q["prune_audit"], (micros(older_than),)).rowcount)
+
+    def _decoded(self, data: Any) -> Any:
+        return json.loads(data)
 
     # -- runs, beats, counts -----------------------------------------------------------------------
 
@@ -432,6 +454,19 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         node,
         _encode(record),
         job.created_by,
+    )
+
+
+def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:
+    return (
+        entry.key,
+        micros(entry.at),
+        entry.source,
+        entry.action,
+        entry.job_id,
+        entry.name,
+        entry.owner,
+        _encode(entry_data(entry)),
     )
 
 

@@ -167,3 +167,19 @@ SELECT coalesce(max(version), 0) FROM schema_migrations
 
 -- name: record_migration
 INSERT INTO schema_migrations (version) VALUES (%s)
+
+-- The audit log ------------------------------------------------------------------------------------
+
+-- name: insert_audit
+-- In the transaction of the mutation it records. Idempotent by key: a replayed write records it once.
+INSERT INTO audit (key, at, source, action, job_id, name, owner, data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (key) DO NOTHING
+
+-- name: audit
+-- Newest first. {where} is empty, or ` WHERE ` and the conditions that apply: the reader's own
+-- (`(source = %s OR owner = %s)`), a source's, a job's, a name's, and for a page `seq < %s`.
+SELECT seq, key, at, source, action, job_id, name, owner, data FROM audit{where} ORDER BY seq DESC LIMIT %s
+
+-- name: prune_audit
+-- Retention (node.audit_retention), through the index audit_at.
+DELETE FROM audit WHERE at < %s

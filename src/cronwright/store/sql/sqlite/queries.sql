@@ -109,3 +109,19 @@ LEFT JOIN nodes ON nodes.node = holders.flight_node
 
 -- name: tables
 SELECT name FROM sqlite_master WHERE type = 'table'
+
+-- The audit log ------------------------------------------------------------------------------------
+
+-- name: insert_audit
+-- In the transaction of the mutation it records. Idempotent by key: a replayed write records it once.
+INSERT INTO audit (key, at, source, action, job_id, name, owner, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key) DO NOTHING
+
+-- name: audit
+-- Newest first. {where} is empty, or ` WHERE ` and the conditions that apply: the reader's own
+-- (`(source = ? OR owner = ?)`), a source's, a job's, a name's, and for a page `seq < ?`.
+SELECT seq, key, at, source, action, job_id, name, owner, data FROM audit{where} ORDER BY seq DESC LIMIT ?
+
+-- name: prune_audit
+-- Retention (node.audit_retention), through the index audit_at.
+DELETE FROM audit WHERE at < ?
