@@ -35,8 +35,7 @@ def test_the_document_is_valid_openapi_3_1(live: Live) -> None:
 ACTIONS = list(MODELS)
 
 
-def test_the_document_names_every_route_and_method_the_app_serves_but_mcp(tmp_path: Path) -> None:
-    """/mcp is JSON-RPC, which the MCP specification describes: the document says so and leaves it out."""
+def test_the_document_names_every_route_and_method_the_app_serves_mcp_included(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     try:
         asgi: Any = create_app(app)
@@ -45,14 +44,30 @@ def test_the_document_names_every_route_and_method_the_app_serves_but_mcp(tmp_pa
             for route in asgi.app.routes
             if isinstance(route, Route)
             for method in (route.methods or ())
-            if method != "HEAD" and route.path != "/mcp"
+            if method != "HEAD"
         }
     finally:
         app.close()
     documented = {(path, method) for path, item in document()["paths"].items() for method in item}
 
     assert routes == documented
-    assert "/mcp is not described here" in document()["info"]["description"]
+    assert ("/mcp", "post") in documented and ("/mcp", "get") not in routes, "stateless MCP: POST only"
+
+
+def test_the_mcp_envelope_is_the_sdk_s_own_schema_held_strictly(live: Live) -> None:
+    """What the document says of /mcp is what the route enforces: a message its schema refuses gets a
+    JSON-RPC error (400), though the SDK alone would coerce it (`"code": false` read as 0)."""
+    body = document()["paths"]["/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert {ref["$ref"].rsplit("/", 1)[-1] for ref in body["anyOf"]} == {
+        "JSONRPCRequest", "JSONRPCNotification", "JSONRPCResponse", "JSONRPCError"
+    }  # fmt: skip
+    agent = {"Accept": "application/json, text/event-stream", **bearer("agent")}
+    coerced = {"jsonrpc": "2.0", "id": 1, "error": {"code": False, "message": ""}}
+    refused = live.http.post("/mcp", json=coerced, headers=agent)
+    not_json = live.http.post("/mcp", content=b"{", headers={**agent, "Content-Type": "application/json"})
+    assert refused.status_code == 400 and refused.headers["content-type"] == "application/json"
+    assert refused.json()["error"]["code"] == -32600 and "error.code" in refused.json()["error"]["message"]
+    assert not_json.status_code == 400 and not_json.json()["error"]["code"] == -32700
 
 
 def test_call_takes_one_schema_per_action_chosen_by_its_action() -> None:

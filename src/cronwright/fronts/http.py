@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import json
 import socket
 import threading
 import time
@@ -26,7 +27,9 @@ from typing import Any
 
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.types import JSONRPCMessage
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -237,12 +240,104 @@ def create_app(app: App, sources: Sequence[Source] | None = None, host: str = "1
             _get("/metrics", api.metrics),
             _get("/healthz", api.healthz),
             _get("/openapi.json", api.openapi),
-            Route("/mcp", StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"]),
+            # POST only: a stateless server has no session to end (DELETE) and no stream of its own to
+            # offer (GET), and the MCP specification lets it answer both 405, as the route then does.
+            Route("/mcp", _TypedAnswers(StreamableHTTPASGIApp(manager), api.limit), methods=["POST"]),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
     return BearerAuth(starlette, Tokens(sources))
+
+
+_JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
+
+
+class _TypedAnswers:
+    """The MCP SDK's answers, each with the Content-Type its body has (as /openapi.json says): it sends
+    some refusals as bare text with none, and its 202 with `application/json` and no body at all.
+    (A class, not a function: Starlette calls a plain function as a request handler.)"""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body, complete = await _read_body(receive, self.limit)
+        if complete:
+            # The document's schema is the SDK's models' own, held strictly here (the SDK is lenient).
+            refusal = _json_rpc_problem(body)
+            if refusal is not None:
+                answer = JSONResponse({"jsonrpc": "2.0", "id": None, "error": refusal}, 400)
+                await answer(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": not complete}
+            return await receive()
+
+        start: Message | None = None
+
+        async def send_typed(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message  # held until the first body part tells whether there is a body
+                return
+            if start is not None and message["type"] == "http.response.body":
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-type"]
+                typed_as = dict(start.get("headers", [])).get(b"content-type")
+                empty = not message.get("body") and not message.get("more_body")
+                if not empty:
+                    headers.append((b"content-type", typed_as or b"text/plain; charset=utf-8"))
+                await send({**start, "headers": headers})
+                start = None
+            await send(message)
+
+        await self.app(scope, replay, send_typed)
+
+
+def _json_rpc_problem(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a body that is not one JSON-RPC message, held strictly to the SDK's models
+    (which validate leniently: `"code": false` passes as 0); None for a message."""
+    try:
+        data = json.loads(body)
+    except ValueError as error:
+        return {"code": -32700, "message": f"Parse error: the body is not JSON: {error}"}
+    try:
+        _JSON_RPC_MESSAGE.validate_python(data, strict=True)
+        return None
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+    # Of the four shapes a message may have, the one its keys say it meant to be.
+    keys = data if isinstance(data, dict) else {}
+    meant = next((kind for key, kind in _MESSAGE_KINDS if key in keys), "JSONRPCNotification")
+    problem = next((p for p in problems if p["loc"][:1] == (meant,)), problems[0])
+    where = ".".join(str(part) for part in problem["loc"][1:]) or "the message"
+    return {"code": -32600, "message": f"Invalid Request: {where}: {problem['msg']}"}
+
+
+# Which shape a JSON-RPC message meant to have, by the first of these keys it holds.
+_MESSAGE_KINDS = (("error", "JSONRPCError"), ("result", "JSONRPCResponse"), ("id", "JSONRPCRequest"))
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request's body, and whether it is whole: reading stops past `limit` bytes (the app refuses it)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), False
+        parts.append(message.get("body", b""))
+        size += len(parts[-1])
+        if not message.get("more_body"):
+            return b"".join(parts), True
+        if size > limit:
+            return b"".join(parts), False
 
 
 def _get(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:

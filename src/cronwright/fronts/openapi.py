@@ -1,9 +1,10 @@
 """The OpenAPI 3.1 document of the HTTP API, generated from the protocol's models (`cronwright.declare`).
 
 `POST /v1/call` takes one schema per action (a oneOf with a discriminator on `action`); the read routes
-take the query parameters of the action they stand for, with the same types and ranges. MCP at `/mcp` is
-left out: it is JSON-RPC over streamable HTTP, which its own specification describes, and its tools list
-their schemas to an MCP client (`tools/list`).
+take the query parameters of the action they stand for, with the same types and ranges. `POST /mcp` takes
+one JSON-RPC message of MCP over streamable HTTP: the document gives its envelope and every answer the
+route can give; the methods are the MCP specification's, and the tools list their own schemas
+(`tools/list`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import copy
 import functools
 from typing import Any
 
-from pydantic import BaseModel
+from mcp.types import JSONRPCMessage
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from cronwright.declare import replies
@@ -46,7 +48,7 @@ def _schemas() -> dict[str, Any]:
     answers: list[type[BaseModel]] = [*dict.fromkeys(replies.REPLIES.values()), replies.Refused]
     models += [(model, "serialization") for model in answers]
     _, top = models_json_schema(models, ref_template=REF)
-    schemas: dict[str, Any] = top["$defs"]
+    schemas: dict[str, Any] = {**top["$defs"], **_JSON_RPC["$defs"]}
     return schemas
 
 
@@ -166,10 +168,53 @@ def _paths(schemas: dict[str, Any]) -> dict[str, Any]:
             {"application/json": {"schema": _ref("Health")}},
             open_route=True,
         ),
+        "/mcp": _mcp(),
         "/openapi.json": _plain(
             "openapi", "This document.", {"application/json": {"schema": {"type": "object"}}}
         ),
     }
+
+
+# MCP over streamable HTTP, stateless: one JSON-RPC 2.0 message a POST, answered in JSON. The message's
+# schema is the one the MCP SDK validates it with (mcp.types.JSONRPCMessage); its methods and their params
+# are the MCP specification's, and the tools' own schemas come from `tools/list`.
+_JSON_RPC: dict[str, Any] = TypeAdapter(JSONRPCMessage).json_schema(ref_template=REF)
+_JSON_RPC_REPLY = {"anyOf": [_ref("JSONRPCResponse"), _ref("JSONRPCError")]}
+
+
+def _mcp() -> dict[str, Any]:
+    reply = {"application/json": {"schema": _JSON_RPC_REPLY}}
+    return {
+        "post": {
+            "operationId": "mcp",
+            "summary": "MCP over streamable HTTP (stateless; the bearer token picks the source).",
+            "description": "One JSON-RPC message: initialize, ping, tools/list or tools/call, or a "
+            "notification. MCP clients send `Accept: application/json, text/event-stream`.",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {"anyOf": _JSON_RPC["anyOf"]},
+                        "example": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                    }
+                },
+            },
+            "responses": {
+                "200": {"description": "The response to a request, or its error.", "content": reply},
+                "202": {"description": "A notification or response, accepted; no body."},
+                "400": {
+                    "description": "Not a JSON-RPC message: not JSON, or not of its shape.",
+                    "content": {**reply, "text/plain": {"schema": {"type": "string"}}},
+                },
+                "401": {"description": "A missing or unknown bearer token. No body, no detail."},
+                "405": _responses({}, ())["405"],
+                "406": {"description": "The Accept header lacks application/json or text/event-stream.",
+                        "content": reply},
+                "413": {"description": "The body is over the node's max_message_bytes.", "content": reply},
+                "415": {"description": "The body is not application/json.", "content": reply},
+            },
+        }
+    }  # fmt: skip
 
 
 @functools.cache
@@ -186,9 +231,9 @@ def _document() -> dict[str, Any]:
             "title": "cronwright",
             "version": "1",
             "description": "The cronwright protocol over HTTP. Every route but /healthz needs a bearer "
-            "token, which picks the source; a source sees and changes only its own schedules. MCP over "
-            "streamable HTTP at /mcp is not described here: it is JSON-RPC (see the MCP specification), and "
-            "its tools list their own input and output schemas.",
+            "token, which picks the source; a source sees and changes only its own schedules. /mcp is MCP "
+            "over streamable HTTP: JSON-RPC, whose methods the MCP specification describes, and whose tools "
+            "list their own input and output schemas (`tools/list`).",
         },
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}],
