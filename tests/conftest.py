@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cronwright.allowlist import StaticAllowlist
+from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import ManualClock
 from cronwright.events import MemorySink
 from cronwright.model import Job, Occurrence, Outcome, Result
@@ -133,10 +134,13 @@ def make_harness(
     max_concurrency: int = 16,
     boot: bool = True,
     node_id: str | None = None,
+    calendars: Calendars = NO_CALENDARS,
 ) -> Harness:
     runner = runner or ScriptedRunner()
     events = MemorySink()
-    settings = NodeSettings(misfire_grace=grace, max_concurrency=max_concurrency)
+    settings = NodeSettings(
+        misfire_grace=grace, max_concurrency=max_concurrency, zone=zone, calendars=calendars
+    )
     node = Node(store, runner, clock, events, settings, node_id=node_id)
     service = Service(node, ALLOWED, Limits(zone, misfire_grace=grace))
     harness = Harness(clock, runner, events, node, service, Protocol(service), store)

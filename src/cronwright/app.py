@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from cronwright.allowlist import Allowlist
+from cronwright.calendars import from_config
 from cronwright.clock import Clock, SystemClock
 from cronwright.config import Config
 from cronwright.events import EventSink, FanOut
@@ -63,6 +64,8 @@ def build(
             lease_beat=settings.lease_beat,
             lease_ttl=settings.lease_ttl,
             audit_retention=settings.audit_retention,
+            zone=settings.tz,
+            calendars=from_config(config.calendars, config.folder),
         ),
         node_id=new_node_id(serving),
         short_lived=short_lived,

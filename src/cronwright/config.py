@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cronwright.calendars import CalendarConfig
 from cronwright.errors import ConfigError, Invalid
 from cronwright.notify.model import Transition
 from cronwright.sources import Source
@@ -216,6 +217,8 @@ class Config(_Strict):
     seed: list[dict[str, Any]] = Field(default_factory=list)
     notify: dict[str, NotifyConfig] = Field(default_factory=dict)
     alert: list[AlertConfig] = Field(default_factory=list)
+    # Named exclusion calendars (semantic 33), built by cronwright.calendars.from_config.
+    calendars: dict[str, CalendarConfig] = Field(default_factory=dict)
     path: str | None = None  # the file it was read from (absolute), set by `load`, never by the file
 
     @property

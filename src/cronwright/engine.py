@@ -7,9 +7,11 @@ version the decision was computed from, so two deciders never both win.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
+from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.errors import Invalid, JobNotActive, JobNotPaused, JobRunning, JobTerminal
 from cronwright.events import Event, EventKind
 from cronwright.model import (
@@ -42,6 +44,16 @@ class Rules:
 
     node: str
     misfire_grace: timedelta = timedelta(seconds=60)
+    calendars: Calendars = NO_CALENDARS
+    # The node zone: an `every` schedule's dates are read in it (a cron schedule's in its own tz).
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+
+    def exclusion(self, schedule: Schedule, nominal: datetime) -> str | None:
+        """Why a calendar the schedule excludes takes out the occurrence of `nominal`, or None."""
+        if not isinstance(schedule, CronSchedule | EverySchedule) or not schedule.exclude:
+            return None
+        read_in = zone(schedule.tz) if isinstance(schedule, CronSchedule) else self.zone
+        return self.calendars.exclusion(schedule.exclude, nominal, read_in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,15 +170,18 @@ class Planned:
 
     at: datetime
     nominal: datetime
+    # Why a calendar the schedule excludes takes it out (it will not fire); None when it fires.
+    excluded: str | None = None
 
 
-def ahead(job: Job, count: int) -> list[Planned]:
+def ahead(job: Job, count: int, rules: Rules | None = None) -> list[Planned]:
     """The job's next `count` occurrences from its `next_run_at`, within its lifetime (what `show`
-    and a dry run list). Each fires where a pass would fire it: jitter included, the same on every node."""
+    and a dry run list). Each fires where a pass would fire it: jitter included, the same on every node.
+    With `rules`, those a calendar excludes are marked."""
     found: list[Planned] = []
     at, nominal = job.next_run_at, job.nominal_next
     while at is not None and nominal is not None and at < job.ends_at and len(found) < count:
-        found.append(Planned(at, nominal))
+        found.append(Planned(at, nominal, None if rules is None else rules.exclusion(job.schedule, nominal)))
         following = upcoming(_at_nominal(job, nominal), nominal)
         if following is None or following <= nominal:
             break  # the schedule has no further occurrence (or a walk that does not move on)
@@ -216,23 +231,60 @@ def _due(job: Job, now: datetime, rules: Rules) -> Decision:
         return claim(job.evolve(next_run_at=None), due, now, rules)
 
     latest, total, after = _come_due(job, now)
-    latest_at = _fires(job, latest)
+    # An occurrence a calendar excludes never fires, on time or late (semantic 33).
+    excluded = _excluded_among(job, latest, rules)
+    kept = latest if rules.exclusion(job.schedule, latest) is None else None
     # Misfire grace counts from the instant it was due, jitter included (semantic 32).
-    on_time = now - latest_at <= rules.misfire_grace
-    fire_latest = on_time or job.misfire is Misfire.COALESCE
-    missed = total - 1 if fire_latest else total
-    moved = _armed_at(job, after).evolve(skipped_misfire=job.skipped_misfire + missed)
-    decision = Decision(moved)
+    on_time = kept is not None and now - _fires(job, kept) <= rules.misfire_grace
+    fire = kept if on_time else None
+    if fire is None and job.misfire is Misfire.COALESCE:
+        fire = kept if kept is not None else _latest_kept(job, latest, rules)
+    missed = max(0, total - excluded - (1 if fire is not None else 0))
+    moved = _armed_at(job, after).evolve(
+        skipped_misfire=job.skipped_misfire + missed, skipped_calendar=job.skipped_calendar + excluded
+    )
+    events = []
     if missed:
-        decision = Decision(
-            moved, events=(_event(EventKind.JOB_SKIPPED, job, reason="misfire", count=missed, due=due),)
-        )
-    if fire_latest:
-        return decision.then(claim(moved, latest_at, now, rules, nominal=latest))
+        events.append(_event(EventKind.JOB_SKIPPED, job, reason="misfire", count=missed, due=due))
+    if excluded:
+        events.append(_event(EventKind.JOB_SKIPPED, job, reason="calendar", count=excluded, due=due))
+    decision = Decision(moved, events=tuple(events))
+    if fire is not None:
+        return decision.then(claim(moved, _fires(job, fire), now, rules, nominal=fire))
     if after is None:
         # The schedule has no occurrence left at all: the job is over.
         return decision.then(Decision(moved.evolve(state=State.DONE)))
     return decision
+
+
+def _excluded_among(job: Job, latest: datetime, rules: Rules) -> int:
+    """How many of the occurrences due from the job's next one to `latest` (nominal instants, both
+    included) a calendar excludes; counted over at most MISSED_COUNT_CAP of them."""
+    schedule = job.schedule
+    nominal = job.nominal_next
+    if not isinstance(schedule, CronSchedule | EverySchedule) or not schedule.exclude or nominal is None:
+        return 0
+    count = 0
+    for _ in range(MISSED_COUNT_CAP):
+        count += rules.exclusion(schedule, nominal) is not None
+        following = upcoming(_at_nominal(job, nominal), nominal)
+        if following is None or following > latest or nominal >= latest:
+            break
+        nominal = following
+    return count
+
+
+def _latest_kept(job: Job, latest: datetime, rules: Rules) -> datetime | None:
+    """The latest due occurrence before `latest` that no calendar excludes (a coalesce catch-up), or None."""
+    floor = job.nominal_next
+    nominal = latest
+    for _ in range(MISSED_COUNT_CAP):
+        if floor is None or nominal <= floor:
+            return None
+        nominal = previous(job.schedule, nominal, floor)
+        if rules.exclusion(job.schedule, nominal) is None:
+            return nominal
+    return None
 
 
 def _come_due(job: Job, now: datetime) -> tuple[datetime, int, datetime | None]:
@@ -308,7 +360,7 @@ def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
     if flight.retry_at is not None and flight.retry_at <= now:
         decision = _retry(job, flight, now, rules)
     if decision.job.state is State.RUNNING and job.next_run_at is not None and job.next_run_at <= now:
-        decision = decision.then(_skip_overlap(decision.job, now))
+        decision = decision.then(_skip_overlap(decision.job, now, rules))
     return decision
 
 
@@ -327,16 +379,23 @@ def _retry(job: Job, flight: InFlight, now: datetime, rules: Rules) -> Decision:
     return Decision(running, fire=_occurrence(running, attempt, now))
 
 
-def _skip_overlap(job: Job, now: datetime) -> Decision:
+def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     due = job.next_run_at
     assert due is not None
     if job.one_shot:
         return Decision(job)
-    _, total, after = _come_due(job, now)
-    skipped = _armed_at(job, after).evolve(skipped_overlap=job.skipped_overlap + total)
-    return Decision(
-        skipped, events=(_event(EventKind.JOB_SKIPPED, job, reason="overlap", count=total, due=due),)
+    latest, total, after = _come_due(job, now)
+    excluded = _excluded_among(job, latest, rules)  # those would not have fired anyway
+    overlapped = total - excluded
+    skipped = _armed_at(job, after).evolve(
+        skipped_overlap=job.skipped_overlap + overlapped, skipped_calendar=job.skipped_calendar + excluded
     )
+    events = []
+    if overlapped:
+        events.append(_event(EventKind.JOB_SKIPPED, job, reason="overlap", count=overlapped, due=due))
+    if excluded:
+        events.append(_event(EventKind.JOB_SKIPPED, job, reason="calendar", count=excluded, due=due))
+    return Decision(skipped, events=tuple(events))
 
 
 # --- an attempt ends ------------------------------------------------------------------------------
@@ -465,7 +524,7 @@ def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
     took_ms = max(0, int((now - flight.started_at).total_seconds() * 1000))
     occurrence = _occurrence(job, flight, flight.started_at)
     result = Result(Outcome.INTERRUPTED, why, took_ms)
-    dead = Rules(flight.node, rules.misfire_grace)
+    dead = replace(rules, node=flight.node)
     decision = finish(job, occurrence, result, now, dead)
     assert decision is not None
     return decision

@@ -25,7 +25,7 @@ class EventKind(StrEnum):
 
 
 # Every `reason` a job_skipped event carries: the metrics start each at 0.
-SKIP_REASONS = ("misfire", "overlap", "schedule_error")
+SKIP_REASONS = ("misfire", "overlap", "schedule_error", "calendar")
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,8 @@ class CronSchedule:
     tz: str
     # Each occurrence is delayed by a stable offset in [0, jitter) (semantic 32); None: no jitter.
     jitter: timedelta | None = None
+    # The names of the calendars whose dates it does not fire on (semantic 33).
+    exclude: tuple[str, ...] = ()
 
     kind = "cron"
 
@@ -74,6 +76,7 @@ class CronSchedule:
 class EverySchedule:
     period: timedelta
     jitter: timedelta | None = None
+    exclude: tuple[str, ...] = ()
 
     kind = "every"
 
@@ -169,6 +172,7 @@ class Job:
     consecutive_failures: int = 0
     skipped_overlap: int = 0
     skipped_misfire: int = 0
+    skipped_calendar: int = 0
     misfire: Misfire = Misfire.SKIP
     max_attempts: int = 1
     retry_backoff_ms: int = 1000

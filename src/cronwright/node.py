@@ -19,9 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from cronwright import engine
 from cronwright.audit import AuditEntry
+from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import Clock
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
@@ -59,6 +61,9 @@ class NodeSettings:
     lease_ttl: timedelta = LEASE_TTL
     # Audit entries older than this are dropped, by a pass at most once per AUDIT_PRUNE_EVERY.
     audit_retention: timedelta = timedelta(days=90)
+    # The node zone (an `every` schedule's dates are read in it) and the calendars schedules may exclude.
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
+    calendars: Calendars = NO_CALENDARS
 
 
 # How often a node's passes drop the audit entries past their retention: a cheap indexed delete.
@@ -105,7 +110,9 @@ class Node:
         self.settings = settings or NodeSettings()
         self.store: Store = ResilientStore(store, events)
         self.clock = clock
-        self.rules = engine.Rules(self.id, self.settings.misfire_grace)
+        self.rules = engine.Rules(
+            self.id, self.settings.misfire_grace, self.settings.calendars, self.settings.zone
+        )
         self._runner = runner
         self._events = events
         self._pool = ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="cronwright-run")

@@ -28,6 +28,8 @@ def schedule_row(schedule: Schedule, zone: ZoneInfo) -> dict[str, Any]:
         }
     if schedule.jitter is not None:
         row["jitter"] = format_duration(schedule.jitter)
+    if schedule.exclude:
+        row["exclude"] = list(schedule.exclude)
     return row
 
 
@@ -60,7 +62,11 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
             "took_ms": last.took_ms,
         },
         "consecutive_failures": job.consecutive_failures,
-        "skipped": {"overlap": job.skipped_overlap, "misfire": job.skipped_misfire},
+        "skipped": {
+            "overlap": job.skipped_overlap,
+            "misfire": job.skipped_misfire,
+            "calendar": job.skipped_calendar,
+        },
         "misfire": job.misfire.value,
         "max_attempts": job.max_attempts,
         "retry_backoff_ms": job.retry_backoff_ms,
@@ -76,7 +82,10 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
 
 def firing_row(planned: Planned, zone: ZoneInfo) -> dict[str, Any]:
     """An occurrence to come: `at` when it fires (jitter included) and `nominal`, its timetable instant."""
-    return {"at": render(planned.at, zone), "nominal": render(planned.nominal, zone)}
+    row = {"at": render(planned.at, zone), "nominal": render(planned.nominal, zone)}
+    if planned.excluded is not None:
+        row["excluded"] = planned.excluded
+    return row
 
 
 def run_row(run: Run, zone: ZoneInfo) -> dict[str, Any]:

@@ -59,7 +59,7 @@ JOB_FIELDS = {
 MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_attempts", "retry_backoff_ms",
            "breaker_threshold"}  # fmt: skip
 IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
-SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at", "jitter"}
+SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at", "jitter", "exclude"}
 MAX_ARGS_BYTES = 16_384
 LIST_PAGE_MAX = 1000  # the most rows one page of `list` holds
 _MS = timedelta(milliseconds=1)
@@ -140,7 +140,9 @@ class Service:
         return {
             "job": self.row(job),
             "runs": [run_row(r, self.zone) for r in self.store.runs(job.id, 10)],
-            "next_firings": [firing_row(planned, self.zone) for planned in engine.ahead(job, NEXT_FIRINGS)],
+            "next_firings": [
+                firing_row(planned, self.zone) for planned in engine.ahead(job, NEXT_FIRINGS, self.node.rules)
+            ],
         }
 
     def list(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -249,7 +251,19 @@ class Service:
         reading = zone(tz, "tz") if tz else self.zone
         after = parse_instant(after_text, reading, "after") if after_text else self.node.clock.now()
         count = fields.integer(request, "count", 1, 1000, default=5)
-        return preview(request.get("expression"), tz, after, count, self.zone)
+        names = request.get("exclude")
+        if not names:
+            return preview(request.get("expression"), tz, after, count, self.zone)
+        excluded = self._calendar_names(names, "exclude")
+        calendars = self.node.rules.calendars
+        return preview(
+            request.get("expression"),
+            tz,
+            after,
+            count,
+            self.zone,
+            lambda instant, read_in: calendars.exclusion(excluded, instant, read_in),
+        )
 
     def targets(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         described = self.allowlist.describe()
@@ -293,15 +307,29 @@ class Service:
         if "tz" in raw and kinds != ["cron"]:
             raise Invalid("schedule.tz", "'tz' goes with 'cron' only; 'at' instants carry their own offset")
         timing = self._timing(raw, kinds[0], source, base)
-        if raw.get("jitter") is None:
-            return timing
         if isinstance(timing, AtSchedule):
-            raise Invalid(
-                "schedule.jitter", "'jitter' goes with 'cron' and 'every' only: 'at' fires once, when given"
-            )
-        spread = parse_jitter(raw["jitter"], "schedule.jitter")
-        # Offsets are whole milliseconds (timing/jitter.py), and so is the stored jitter.
-        return replace(timing, jitter=spread - spread % _MS)
+            for extra in ("jitter", "exclude"):
+                if raw.get(extra) is not None:
+                    raise Invalid(
+                        f"schedule.{extra}",
+                        f"'{extra}' goes with 'cron' and 'every' only: 'at' fires once, when given",
+                    )
+            return timing
+        if raw.get("jitter") is not None:
+            spread = parse_jitter(raw["jitter"], "schedule.jitter")
+            # Offsets are whole milliseconds (timing/jitter.py), and so is the stored jitter.
+            timing = replace(timing, jitter=spread - spread % _MS)
+        if raw.get("exclude"):
+            timing = replace(timing, exclude=self._calendar_names(raw["exclude"], "schedule.exclude"))
+        return timing
+
+    def _calendar_names(self, names: object, field: str) -> tuple[str, ...]:
+        """The calendars a schedule (or a preview) excludes, each once, in the order given; a name no
+        [calendars.NAME] defines is refused (`unknown_calendar`, semantic 33)."""
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise Invalid(field, f"'{field}' must be a list of calendar names, such as [\"holidays\"]")
+        self.node.rules.calendars.check(names)
+        return tuple(dict.fromkeys(names))
 
     def _timing(self, raw: Mapping[str, Any], kind: str, source: Source, base: Schedule | None) -> Schedule:
         """The schedule of one `kind` (cron, every, every_ms, at) that `raw` gives, without its jitter."""

@@ -66,3 +66,38 @@ def test_jitter_is_in_range_and_identical_across_processes_and_restarts(cw: Cron
     # After two restarts, the plan is the one the first process made.
     assert cw.json("show", "spread", at=planned[2]["nominal"])["next_firings"][:3] == planned[2:]
     assert cw.fires() == [f"{fire_id} 1" for fire_id in fired]
+
+
+def test_a_holiday_is_skipped_and_counted_and_preview_marks_it(cw: Cronwright) -> None:
+    # German holidays (the `holidays` package) and a listed date, in a calendar of the config.
+    with cw.config.open("a", encoding="utf-8") as config:
+        config.write('\n[calendars.holidays]\ncountry = "DE"\ndates = ["2026-12-23"]\n')
+    cw.add("daily", "--cron", "0 9 * * *", "--exclude", "holidays", at="2026-12-22T12:00:00+01:00")
+    shown = cw.show("daily", at="2026-12-22T12:00:10+01:00")
+    assert [("excluded" in f) for f in shown["next_firings"]] == [True, False, True, True, False]
+    assert "Christmas" in shown["next_firings"][2]["excluded"]
+
+    assert cw.tick(at="2026-12-23T09:00:05+01:00")["fired"] == 0  # listed
+    fired = cw.tick(at="2026-12-24T09:00:05+01:00")
+    assert fired["fired"] == 1
+    assert cw.tick(at="2026-12-25T09:00:05+01:00")["fired"] == 0  # Christmas Day
+    job = cw.show("daily", at="2026-12-25T09:01:00+01:00")["job"]
+    assert job["skipped"] == {"overlap": 0, "misfire": 0, "calendar": 2}
+    assert job["next_run_at"] == "2026-12-26T09:00:00+01:00"
+    assert cw.fires() == [f"{fired['fire_ids'][0]} 1"]
+
+    marked = cw.ok(
+        "preview",
+        "0 9 * * *",
+        "--exclude",
+        "holidays",
+        "--after",
+        "2026-12-24T10:00:00+01:00",
+        "--count",
+        "3",
+    ).stdout
+    assert "2026-12-25T09:00:00+01:00  (excluded: 2026-12-25 is Christmas Day (DE))" in marked
+    refused = cw.run(
+        "add", "x", "--target", "sh", "--action", "log", "--cron", "0 9 * * *", "--exclude", "nope"
+    )
+    assert refused.rc == 1 and "unknown_calendar" in refused.stderr

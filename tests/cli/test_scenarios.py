@@ -39,7 +39,7 @@ def test_a_daily_job_runs_at_its_minute_and_skips_a_missed_day(cw: Cronwright) -
     assert cw.fires() == [f"{first['fire_ids'][0]} 1", f"{third['fire_ids'][0]} 1"]
 
     job = cw.show("daily", at="2026-03-04T10:01:00+01:00")["job"]
-    assert job["skipped"] == {"overlap": 0, "misfire": 1}
+    assert job["skipped"] == {"overlap": 0, "misfire": 1, "calendar": 0}
     assert job["next_run_at"] == "2026-03-05T10:00:00+01:00"
     assert (job["state"], job["last_run"]["outcome"], job["last_run"]["fire_id"]) == (
         "active",
@@ -67,7 +67,7 @@ def test_a_daily_job_keeps_its_wall_time_across_spring_forward(cw: Cronwright) -
     monday = cw.tick(at="2026-03-30T10:00:05+02:00")
     assert (monday["fired"], monday["skipped"]) == (1, 1)
     job = cw.show("daily", at="2026-03-30T10:01:00+02:00")["job"]
-    assert job["skipped"] == {"overlap": 0, "misfire": 1}
+    assert job["skipped"] == {"overlap": 0, "misfire": 1, "calendar": 0}
     assert job["next_run_at"] == "2026-03-31T10:00:00+02:00"
     assert outcomes(cw, "daily", at="2026-03-30T10:01:00+02:00") == [
         ("2026-03-28T10:00:00+01:00", "ok", 1),
@@ -103,7 +103,7 @@ def test_a_fixed_time_job_in_the_repeated_fall_back_hour_runs_once(cw: Cronwrigh
 
     job = cw.show("night", at="2026-10-25T02:31:00+01:00")["job"]
     assert job["next_run_at"] == "2026-10-26T02:30:00+01:00"
-    assert job["skipped"] == {"overlap": 0, "misfire": 0}
+    assert job["skipped"] == {"overlap": 0, "misfire": 0, "calendar": 0}
     assert outcomes(cw, "night", at="2026-10-25T02:31:00+01:00") == [("2026-10-25T02:30:00+02:00", "ok", 1)]
     assert cw.tick(at="2026-10-26T02:30:05+01:00")["fired"] == 1
 
@@ -246,7 +246,7 @@ def test_a_firing_while_the_previous_run_is_in_flight_is_skipped(cw: Cronwright)
 
     job = cw.show("slow", at="2026-03-02T10:01:10+01:00")["job"]
     assert (job["state"], job["last_run"]["outcome"]) == ("active", "ok")
-    assert job["skipped"] == {"overlap": 1, "misfire": 0}
+    assert job["skipped"] == {"overlap": 1, "misfire": 0, "calendar": 0}
     assert outcomes(cw, "slow", at="2026-03-02T10:01:10+01:00") == [("2026-03-02T10:00:00+01:00", "ok", 1)]
 
 

@@ -39,6 +39,7 @@ class ScheduleRow(Row):
     every_ms: int | None = None
     at: str | None = Field(None, description=ISO)
     jitter: str | None = Field(None, description="The jitter, when it has one (semantic 32).")
+    exclude: list[str] | None = Field(None, description="The calendars it excludes, when any (semantic 33).")
 
 
 class LastRun(Row):
@@ -53,6 +54,7 @@ class LastRun(Row):
 class Skipped(Row):
     overlap: int
     misfire: int
+    calendar: int = Field(0, description="Occurrences a calendar excluded (semantic 33).")
 
 
 class JobRow(Row):
@@ -162,6 +164,7 @@ class Firing(Row):
 
     at: str = Field(description="When it fires, jitter included. " + ISO)
     nominal: str = Field(description="Its timetable instant, before jitter. " + ISO)
+    excluded: str | None = Field(None, description="Why a calendar excludes it: it will not fire.")
 
 
 class GetReply(Reply):
@@ -248,11 +251,19 @@ class StatusReply(Reply):
     running: int = Field(description="Attempts running on this node now.")
 
 
+class ExcludedFiring(Row):
+    at: str = Field(description="ISO-8601 in tz.")
+    reason: str
+
+
 class PreviewReply(Reply):
     expression: str | list[str] = Field(description="The expression (or each of several), normalized.")
     explanation: str
     tz: str
     firings: list[str] = Field(description="The next firings, ISO-8601 in tz.")
+    excluded: list[ExcludedFiring] | None = Field(
+        None, description="Those of the firings that an excluded calendar takes out, and why."
+    )
 
 
 class TargetAction(Row):

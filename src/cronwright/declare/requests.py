@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
-from cronwright.declare.types import Flag, Labels, Name, Object, choice, one_or_more, text, whole
+from cronwright.declare.types import Flag, Labels, Name, Object, choice, one_or_more, text, texts, whole
 
 STATES = ("active", "paused", "running", "expired", "done", "failed")
 LIST_PAGE_MAX = 1000
@@ -47,6 +47,16 @@ Jitter = Annotated[
 ]
 
 
+Exclude = Annotated[
+    Annotated[list[str], texts(64, 20)] | None,
+    Field(
+        description="Names of [calendars.NAME] in the config: an occurrence whose nominal instant falls on "
+        "one of their dates, in the schedule's zone, does not fire (semantic 33).",
+        examples=[["holidays"]],
+    ),
+]
+
+
 class CronSpec(Model):
     """Fires on a cron expression, read in a zone."""
 
@@ -63,6 +73,7 @@ class CronSpec(Model):
         None
     )
     jitter: Jitter = None
+    exclude: Exclude = None
 
 
 class EverySpec(Model):
@@ -72,6 +83,7 @@ class EverySpec(Model):
         Text, Field(description="The period: 90s, 15m, 12h, 1d, or ISO-8601 such as PT15M.", examples=["15m"])
     ]
     jitter: Jitter = None
+    exclude: Exclude = None
 
 
 class EveryMsSpec(Model):
@@ -79,6 +91,7 @@ class EveryMsSpec(Model):
 
     every_ms: Annotated[Annotated[int, whole(1, 10**12)], Field(description="The period in milliseconds.")]
     jitter: Jitter = None
+    exclude: Exclude = None
 
 
 class AtSpec(Model):
@@ -450,6 +463,7 @@ class Preview(Request):
     after: Annotated[
         Instant | None, Field(description="Firings after this ISO-8601 instant (default: now).")
     ] = None
+    exclude: Exclude = None
     count: Annotated[Count | None, Field(description="How many firings (default 5).")] = None
     model_config = _example(
         {"action": "preview", "expression": "0 7 * * MON-FRI", "tz": "Europe/Berlin", "count": 3}

@@ -110,6 +110,29 @@ def one_or_more(limit: int, most: int, **schema: Any) -> Checked:
     return Checked(check, {"anyOf": [single, several], **schema})
 
 
+def texts(limit: int, most: int, **schema: Any) -> Checked:
+    """A list of 0 to `most` strings, each as `text(limit)` (a schedule's calendar names)."""
+    one = _check_text(limit)
+
+    def check(value: object) -> list[str]:
+        if not isinstance(value, list):
+            raise _refuse("list_type", "must be a list of strings, not {kind}", kind=_kind(value))
+        if len(value) > most:
+            raise _refuse(
+                "list_long", "lists {count} names: give at most {most}", count=len(value), most=most
+            )
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _refuse(
+                    "list_item", "[{index}] must be a string, not {kind}", index=index, kind=_kind(item)
+                )
+            one(item)
+        return value
+
+    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": r"\S"}
+    return Checked(check, {"type": "array", "items": single, "maxItems": most, **schema})
+
+
 def _check_name(value: object) -> str:
     checked = _check_text(200)(value)
     if not (len(checked) <= 100 and checked[0].isascii() and checked[0].isalnum()) or not set(checked) <= (

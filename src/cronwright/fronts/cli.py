@@ -251,7 +251,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 ("ends", job["ends_at"]),
                 ("last", " ".join(str(last.get(k, "")) for k in ("fired_at", "outcome", "message")) or "-"),
                 ("failures", f"{job['consecutive_failures']} in a row (breaker: {job['breaker_threshold']})"),
-                ("skipped", f"{job['skipped']['overlap']} overlap, {job['skipped']['misfire']} misfire"),
+                ("skipped", f"{job['skipped']['overlap']} overlap, {job['skipped']['misfire']} misfire, "
+                            f"{job['skipped'].get('calendar', 0)} calendar"),
                 ("policy", f"misfire {job['misfire']}, {job['max_attempts']} attempts, "
                            f"backoff {job['retry_backoff_ms']}ms"),
                 ("dedupe", f"{job['dedupe_key'] or '-'}{' (once)' if job['once'] else ''}"),
@@ -377,6 +378,9 @@ def targets(runtime: Runtime, as_json: bool) -> None:
 @click.option("--tz", help="Read the expression in this IANA zone (default: the node zone).")
 @click.option("--after", metavar="ISO", help="List firings after this instant (default: now).")
 @click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option(
+    "--exclude", metavar="CALENDAR", multiple=True, help="Mark the firings this [calendars.NAME] excludes."
+)
 @json_option
 @pass_runtime
 def preview(
@@ -385,6 +389,7 @@ def preview(
     tz: str | None,
     after: str | None,
     count: int,
+    exclude: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """The normalized expression, its explanation, and its next firings; several expressions are
@@ -398,20 +403,24 @@ def preview(
         click.echo(f"  expression: {' | '.join(listed) if isinstance(listed, list) else listed}")
         click.echo(f"     meaning: {shown['explanation']}")
         click.echo(f"        zone: {shown['tz']}")
+        reasons = {entry["at"]: entry["reason"] for entry in shown.get("excluded") or []}
         for index, firing in enumerate(shown["firings"]):
-            click.echo(f"{'next':>12}: {firing}" if index == 0 else f"{'':>12}  {firing}")
+            mark = f"  (excluded: {reasons[firing]})" if firing in reasons else ""
+            click.echo(f"{'next':>12}: {firing}{mark}" if index == 0 else f"{'':>12}  {firing}{mark}")
 
     runtime.store_unused = True  # a preview reads no jobs: the default store needs no notice
     expression: str | list[str] = expressions[0] if len(expressions) == 1 else list(expressions)
-    reply = runtime.call("preview", expression=expression, tz=tz, after=after, count=count)
+    reply = runtime.call(
+        "preview", expression=expression, tz=tz, after=after, count=count, exclude=list(exclude) or None
+    )
     if as_json and reply.get("ok"):
         # `preview --json` prints the preview itself (DESIGN, CLI), not the reply around it.
-        click.echo(json.dumps({key: reply[key] for key in PREVIEW_KEYS}, ensure_ascii=False))
+        click.echo(json.dumps({key: reply[key] for key in PREVIEW_KEYS if key in reply}, ensure_ascii=False))
         return
     finish(reply, as_json, human)
 
 
-PREVIEW_KEYS = ("expression", "explanation", "tz", "firings")
+PREVIEW_KEYS = ("expression", "explanation", "tz", "firings", "excluded")
 
 
 # --- changing -------------------------------------------------------------------------------------
@@ -433,6 +442,12 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
             "is kept unless given, and --tz alone moves the job to this zone).",
         ),
         click.option("--every", metavar="DUR", help="A fixed period: 90s, 5m, 12h, 1d, PT5M."),
+        click.option(
+            "--exclude",
+            metavar="CALENDAR",
+            multiple=True,
+            help="With --cron or --every: do not fire on the dates of this [calendars.NAME]; repeatable.",
+        ),
         click.option(
             "--jitter",
             metavar="DUR",
@@ -467,6 +482,7 @@ def job_fields(
     tz: str | None,
     every: str | None,
     at: str | None,
+    exclude: tuple[str, ...],
     jitter: str | None,
     lifetime: str | None,
     misfire: str | None,
@@ -495,6 +511,10 @@ def job_fields(
         if "schedule" not in fields:
             raise click.UsageError("--jitter goes with --cron or --every (give the schedule whole)")
         fields["schedule"]["jitter"] = jitter
+    if exclude:
+        if "schedule" not in fields:
+            raise click.UsageError("--exclude goes with --cron or --every (give the schedule whole)")
+        fields["schedule"]["exclude"] = list(exclude)
     if args_json is not None:
         try:
             fields["args"] = json.loads(args_json)

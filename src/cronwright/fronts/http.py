@@ -56,6 +56,7 @@ STATUS = {
     "unknown_action": 400,
     "args_invalid": 400,
     "immutable_field": 400,
+    "unknown_calendar": 400,
     "target_not_allowed": 403,
     "quota_exceeded": 403,
     "period_too_short": 403,

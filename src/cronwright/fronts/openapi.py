@@ -25,7 +25,8 @@ REF = "#/components/schemas/{model}"
 LOCAL_ONLY = ("tick",)
 
 REFUSALS = {
-    "400": "A malformed request (invalid_json, invalid, unknown_action, args_invalid, immutable_field).",
+    "400": "A malformed request (invalid_json, invalid, unknown_action, args_invalid, immutable_field, "
+    "unknown_calendar).",
     "403": "Beyond what the source may do: target_not_allowed, quota_exceeded, period_too_short, "
     "lifetime_too_long.",
     "404": "No such job that this source may see (not_found).",

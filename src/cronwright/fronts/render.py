@@ -35,6 +35,8 @@ def relative(instant: str | None, now: datetime, units: int = 2) -> str:
 
 def schedule_text(schedule: Mapping[str, Any]) -> str:
     jitter = f", jitter {schedule['jitter']}" if schedule.get("jitter") else ""
+    if schedule.get("exclude"):
+        jitter += f", excluding {', '.join(schedule['exclude'])}"
     if "cron" in schedule:
         listed = schedule["cron"]
         text = "' + '".join(listed) if isinstance(listed, list) else listed
@@ -47,7 +49,8 @@ def schedule_text(schedule: Mapping[str, Any]) -> str:
 def firing_text(firing: Mapping[str, Any]) -> str:
     """An occurrence to come: when it fires, and its timetable instant where jitter moved it."""
     moved = f" (nominal {firing['nominal']})" if firing.get("nominal") not in (None, firing["at"]) else ""
-    return f"{firing['at']}{moved}"
+    excluded = f"  excluded: {firing['excluded']}" if firing.get("excluded") else ""
+    return f"{firing['at']}{moved}{excluded}"
 
 
 def run_cells(run: Mapping[str, Any]) -> list[str]:

@@ -66,7 +66,13 @@ def schedule_data(schedule: Schedule) -> dict[str, Any]:
         data = {"every_ms": schedule.period // _MS}
     if schedule.jitter is not None:
         data["jitter_ms"] = schedule.jitter // _MS
+    if schedule.exclude:
+        data["exclude"] = list(schedule.exclude)
     return data
+
+
+def _exclude(data: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(name) for name in data.get("exclude") or ())
 
 
 def _jitter(data: dict[str, Any]) -> timedelta | None:
@@ -77,9 +83,9 @@ def read_schedule(data: dict[str, Any]) -> Schedule:
     if "cron" in data:
         # Stored expressions were validated when written, and are not re-checked here, so a row written
         # behind the service's back still loads and lists every other row.
-        return CronSchedule(CronSet.stored(data["cron"]), data["tz"], _jitter(data))
+        return CronSchedule(CronSet.stored(data["cron"]), data["tz"], _jitter(data), _exclude(data))
     if "every_ms" in data:
-        return EverySchedule(timedelta(milliseconds=data["every_ms"]), _jitter(data))
+        return EverySchedule(timedelta(milliseconds=data["every_ms"]), _jitter(data), _exclude(data))
     return AtSchedule(_required_instant(data["at"]))
 
 
@@ -115,6 +121,7 @@ def job_data(job: Job) -> dict[str, Any]:
         "consecutive_failures": job.consecutive_failures,
         "skipped_overlap": job.skipped_overlap,
         "skipped_misfire": job.skipped_misfire,
+        **({"skipped_calendar": job.skipped_calendar} if job.skipped_calendar else {}),
         "misfire": job.misfire.value,
         "max_attempts": job.max_attempts,
         "retry_backoff_ms": job.retry_backoff_ms,
@@ -171,6 +178,7 @@ def read_job(data: dict[str, Any]) -> Job:
         consecutive_failures=data["consecutive_failures"],
         skipped_overlap=data["skipped_overlap"],
         skipped_misfire=data["skipped_misfire"],
+        skipped_calendar=data.get("skipped_calendar", 0),
         misfire=Misfire(data["misfire"]),
         max_attempts=data["max_attempts"],
         retry_backoff_ms=data["retry_backoff_ms"],
