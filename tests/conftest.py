@@ -18,6 +18,7 @@ from cronwright.clock import ManualClock
 from cronwright.events import MemorySink
 from cronwright.model import Job, Occurrence, Outcome, Result
 from cronwright.node import Node, NodeSettings
+from cronwright.notify.alerting import Alerting
 from cronwright.protocol import Protocol
 from cronwright.service import Limits, Service
 from cronwright.sources import operator
@@ -133,6 +134,7 @@ def make_harness(
     grace: timedelta = timedelta(seconds=60),
     max_concurrency: int = 16,
     boot: bool = True,
+    alerting: Alerting | None = None,
     node_id: str | None = None,
     calendars: Calendars = NO_CALENDARS,
 ) -> Harness:
@@ -141,7 +143,7 @@ def make_harness(
     settings = NodeSettings(
         misfire_grace=grace, max_concurrency=max_concurrency, zone=zone, calendars=calendars
     )
-    node = Node(store, runner, clock, events, settings, node_id=node_id)
+    node = Node(store, runner, clock, events, settings, node_id=node_id, alerting=alerting)
     service = Service(node, ALLOWED, Limits(zone, misfire_grace=grace))
     harness = Harness(clock, runner, events, node, service, Protocol(service), store)
     if boot:

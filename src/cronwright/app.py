@@ -13,6 +13,10 @@ from cronwright.clock import Clock, SystemClock
 from cronwright.config import Config
 from cronwright.events import EventSink, FanOut
 from cronwright.node import Node, NodeSettings, new_node_id
+from cronwright.notify.alerting import Alerting
+from cronwright.notify.deliver import Deliverer
+from cronwright.notify.loop import DeliveryLoop
+from cronwright.notify.setup import channels_of, rules_of
 from cronwright.protocol import Protocol
 from cronwright.runner import Runner
 from cronwright.seeds import SEED_SOURCE, upsert_seeds
@@ -21,6 +25,7 @@ from cronwright.sinks import LogSink, MetricsSink
 from cronwright.sources import Source
 from cronwright.store import open_store
 from cronwright.store.base import Backend
+from cronwright.targets.secrets import Secrets
 
 
 @dataclass(slots=True)
@@ -30,9 +35,13 @@ class App:
     service: Service
     protocol: Protocol
     metrics: CollectorRegistry
+    # Delivers the outbox (semantic 38): `serve` starts its thread, `tick` drains it before exiting.
+    deliveries: DeliveryLoop | None = None
 
     def close(self) -> None:
         self.node.stop()
+        if self.deliveries is not None:
+            self.deliveries.stop()
         self.node.store.close()
 
 
@@ -46,16 +55,18 @@ def build(
     seed: bool = True,
     serving: bool = False,
     short_lived: bool = False,
+    secrets: Secrets | None = None,
 ) -> App:
     """`serving` for `cronwright serve` (its id says so, and run_now is handed to it); `short_lived` for a
     process with no scheduling loop, which hands its run_now to a serving node (semantic 28)."""
     settings = config.node
     metrics = CollectorRegistry()
     events = FanOut([LogSink(), MetricsSink(metrics), *sinks])
+    clock = clock or SystemClock()
     node = Node(
         store or open_store(config.store_url, settings.run_history),
         runner,
-        clock or SystemClock(),
+        clock,
         events,
         NodeSettings(
             settings.misfire_grace,
@@ -69,10 +80,16 @@ def build(
         ),
         node_id=new_node_id(serving),
         short_lived=short_lived,
+        alerting=Alerting(rules_of(config), settings.tz),
     )
     limits = Limits(settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace)
     service = Service(node, allowlist, limits)
     app = App(config, node, service, Protocol(service, settings.max_message_bytes), metrics)
+    if config.notify:
+        channels = channels_of(config, secrets or Secrets.from_config(config))
+        deliverer = Deliverer(node.store, channels, node.id, clock, settings.tz)
+        app.deliveries = DeliveryLoop(deliverer, node.store, clock)
+        node.on_notes = app.deliveries.wake
     if seed:
         upsert_seeds(service, config.seed)
     return app

@@ -30,6 +30,8 @@ from cronwright.model import (
     Schedule,
     State,
 )
+from cronwright.notify import detect
+from cronwright.notify.model import Alert
 from cronwright.timetable import fires_at, previous
 from cronwright.timing.every import count_on_grid, latest_on_grid, next_on_grid
 from cronwright.timing.zones import zone
@@ -62,11 +64,17 @@ class Decision:
     fire: Occurrence | None = None
     runs: tuple[Run, ...] = ()
     events: tuple[Event, ...] = ()
+    # The transitions it makes (semantic 38): the node writes their notifications with the job.
+    alerts: tuple[Alert, ...] = ()
 
     def then(self, later: Decision) -> Decision:
         """Two decisions in sequence, the later acting on the earlier's job."""
         return Decision(
-            later.job, later.fire or self.fire, self.runs + later.runs, self.events + later.events
+            later.job,
+            later.fire or self.fire,
+            self.runs + later.runs,
+            self.events + later.events,
+            self.alerts + later.alerts,
         )
 
 
@@ -219,7 +227,8 @@ def _corrupt(job: Job, problem: str) -> Decision:
 
 def _expire(job: Job) -> Decision:
     expired = job.evolve(state=State.EXPIRED, next_run_at=None, paused_by=None)
-    return Decision(expired, events=(_event(EventKind.JOB_EXPIRED, job, ends_at=job.ends_at),))
+    event = _event(EventKind.JOB_EXPIRED, job, ends_at=job.ends_at)
+    return Decision(expired, events=(event,), alerts=(detect.expired(job, job.ends_at),))
 
 
 def _due(job: Job, now: datetime, rules: Rules) -> Decision:
@@ -244,11 +253,13 @@ def _due(job: Job, now: datetime, rules: Rules) -> Decision:
         skipped_misfire=job.skipped_misfire + missed, skipped_calendar=job.skipped_calendar + excluded
     )
     events = []
+    alerts = []
     if missed:
         events.append(_event(EventKind.JOB_SKIPPED, job, reason="misfire", count=missed, due=due))
+        alerts.append(detect.missed(job, due, missed, now))
     if excluded:
         events.append(_event(EventKind.JOB_SKIPPED, job, reason="calendar", count=excluded, due=due))
-    decision = Decision(moved, events=tuple(events))
+    decision = Decision(moved, events=tuple(events), alerts=tuple(alerts))
     if fire is not None:
         return decision.then(claim(moved, _fires(job, fire), now, rules, nominal=fire))
     if after is None:
@@ -493,7 +504,14 @@ def finish(
 
 
 def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
-    """The occurrence is over: count it for the breaker, and settle what the job does next."""
+    """The occurrence is over: count it for the breaker, settle what the job does next, and tell the
+    transitions it makes (failed, recovered, breaker_paused)."""
+    settled = _settle(job, outcome, now)
+    alerts = detect.occurrence_ended(job, settled.job, outcome is not Outcome.OK, now)
+    return replace(settled, alerts=settled.alerts + alerts)
+
+
+def _settle(job: Job, outcome: Outcome, now: datetime) -> Decision:
     succeeded = outcome is Outcome.OK
     failures = 0 if succeeded else job.consecutive_failures + 1
     job = job.evolve(in_flight=None, state=State.ACTIVE, consecutive_failures=failures)

@@ -15,7 +15,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,6 +29,9 @@ from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.lease import LeaseKeeper, StepGuard
 from cronwright.model import Job, Occurrence, Outcome, Result, Run
+from cronwright.notify import detect
+from cronwright.notify.alerting import Alerting, StoreTransitions
+from cronwright.notify.model import Alert, Notification, Transition
 from cronwright.runner import Runner
 from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Store, Write
 from cronwright.store.resilient import ResilientStore
@@ -102,13 +105,20 @@ class Node:
         settings: NodeSettings | None = None,
         node_id: str | None = None,
         short_lived: bool = False,
+        alerting: Alerting | None = None,
     ) -> None:
         self.id = node_id or new_node_id()
         # A process that runs no scheduling loop (the CLI, a stdio MCP server) hands its run_now to a
         # serving node when there is one (semantic 28).
         self.short_lived = short_lived
         self.settings = settings or NodeSettings()
-        self.store: Store = ResilientStore(store, events)
+        # The transitions decisions carry become notifications, written with the decisions (semantic 38).
+        self.alerting = alerting or Alerting()
+        self.store: Store = ResilientStore(store, events, StoreTransitions(self.alerting, self.id, clock))
+        # Told when notifications were written, so that a delivery loop sends them now.
+        self.on_notes: Callable[[], None] | None = None
+        # Due occurrences that waited for a free slot, by job id: past their grace they were late.
+        self._waiting: dict[int, datetime] = {}
         self.clock = clock
         self.rules = engine.Rules(
             self.id, self.settings.misfire_grace, self.settings.calendars, self.settings.zone
@@ -244,12 +254,17 @@ class Node:
                 continue
             why = f"node {flight.node} stopped renewing its lease, so its run was interrupted"
             decision = engine.interrupt(job, now, self.rules, why)
+            # The peer's lease ran out: its down-ness is told with the first of its runs recovered (the
+            # notification's id names the node, so every recovery and every peer makes the same one).
+            down = detect.node_down(flight.node or "?", now)
+            notes = self._notes([decision], extra=[down])
             # Written like a claim (kept nowhere if it fails): several nodes may recover one orphan at
             # once, and the loser's `interrupted` run is a second record of the attempt, which the store
             # refuses whole. Kept in memory, it would be retried, and refused, forever. Not kept, the
             # loser simply finds the job recovered; after an outage the next pass finds the orphan again.
-            if self._won(self.store.save([decision.job], decision.runs, keep=False)[0]):
+            if self._won(self.store.save([decision.job], decision.runs, keep=False, notes=notes)[0]):
                 self._emit(decision)
+                self._noted(notes)
                 report.recovered.append(flight.fire_id)
 
     def _tend_due(self, now: datetime, report: PassReport, finished: list[tuple[Occurrence, Result]]) -> None:
@@ -290,13 +305,17 @@ class Node:
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
             firing = [d for d in decisions if d.fire is not None]
             claims = firing[:free]
+            settled = [self._late(d, now) for d in settled]
+            self._wait_for_slots(firing[free:], claims)
             kept = [d for _, _, d in finishing] + settled
             runs = finish_runs + [run for d in settled for run in d.runs]
+            notes = self._notes([*kept, *claims])
             written = (
-                self.store.save([d.job for d in kept], runs, claims=[d.job for d in claims])
+                self.store.save([d.job for d in kept], runs, claims=[d.job for d in claims], notes=notes)
                 if kept or runs or claims
                 else []
             )
+            self._noted(notes)
             lost = [
                 (occurrence, result)
                 for (occurrence, result, _), outcome in zip(finishing, written, strict=False)
@@ -332,10 +351,45 @@ class Node:
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
             settling = True
 
+    def _notes(self, decisions: Iterable[engine.Decision], extra: Iterable[Alert] = ()) -> list[Notification]:
+        """The notifications of the transitions `decisions` make, to be written with them."""
+        return self.alerting.notes([*(alert for d in decisions for alert in d.alerts), *extra])
+
+    def notes_of(self, decision: engine.Decision) -> list[Notification]:
+        """The notifications of a decision the service writes (a resume's misfire skip)."""
+        return self._notes([decision])
+
+    def _noted(self, notes: list[Notification]) -> None:
+        """New notifications were written (or wait in memory to be): the delivery loop sends them now."""
+        if notes and self.on_notes is not None:
+            self.on_notes()
+
+    def _wait_for_slots(self, waiting: list[engine.Decision], started: list[engine.Decision]) -> None:
+        """Remembers the due occurrences that found no free slot, until one starts or is skipped."""
+        for decision in waiting:
+            assert decision.fire is not None
+            self._waiting.setdefault(decision.job.id, decision.fire.scheduled_for)
+        for decision in started:
+            self._waiting.pop(decision.job.id, None)
+
+    def _late(self, decision: engine.Decision, now: datetime) -> engine.Decision:
+        """A misfire skip of an occurrence that waited for a slot past its grace is `late`, not `missed`:
+        the node was up, and every slot was busy (semantic 38)."""
+        due = self._waiting.pop(decision.job.id, None)
+        if due is None or not any(a.transition is Transition.MISSED for a in decision.alerts):
+            return decision
+        alerts = tuple(
+            detect.late(decision.job, due, now) if alert.transition is Transition.MISSED else alert
+            for alert in decision.alerts
+        )
+        return engine.Decision(decision.job, decision.fire, decision.runs, decision.events, alerts)
+
     def _write(self, decisions: list[engine.Decision]) -> list[Write]:
         """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
         runs = [run for d in decisions for run in d.runs]
-        written = self.store.save([d.job for d in decisions], runs) if decisions else []
+        notes = self._notes(decisions)
+        written = self.store.save([d.job for d in decisions], runs, notes=notes) if decisions else []
+        self._noted(notes)
         for decision, outcome in zip(decisions, written, strict=True):
             if outcome is not Write.LOST:
                 self._emit(decision)
@@ -437,7 +491,9 @@ class Node:
     ) -> list[tuple[Occurrence, Result]]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
         decided, runs = self._finish_decisions(done, now)
-        written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [])
+        notes = self._notes(d for _, _, d in decided)
+        written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [], notes=notes)
+        self._noted(notes)
         lost: list[tuple[Occurrence, Result]] = []
         for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
             if outcome is Write.LOST:
@@ -607,8 +663,11 @@ class Node:
     # --- the loop -------------------------------------------------------------------------------
 
     def wake(self) -> None:
-        """Something changed: the loop re-reads the store now instead of at its next due instant."""
+        """Something changed: the loop re-reads the store now instead of at its next due instant. Another
+        process may have written notifications (a CLI's run), so the delivery loop looks too."""
         self._wake.set()
+        if self.on_notes is not None:
+            self.on_notes()
 
     def seconds_until_next_pass(self) -> float:
         now = self.clock.now()

@@ -54,6 +54,7 @@ ACTIONS: dict[str, Handler] = {
     "status": Service.status,
     "preview": Service.preview,
     "targets": Service.targets,
+    "notifications": Service.notifications,
 }
 
 

@@ -7,7 +7,7 @@ reply's fields. A refusal raises a `Refusal` and changes nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +41,8 @@ from cronwright.model import (
     State,
 )
 from cronwright.node import Node
+from cronwright.notify.model import Notification
+from cronwright.notify.rows import delivery_row
 from cronwright.rows import firing_row, job_row, run_row
 from cronwright.sources import OPERATOR, Source
 from cronwright.store.base import Write
@@ -264,6 +266,17 @@ class Service:
             self.zone,
             lambda instant, read_in: calendars.exclusion(excluded, instant, read_in),
         )
+
+    def notifications(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """A page of the outbox, newest first: `limit` notifications older than `before`, and where more
+        follow, `next_before`. A source sees only those about its own schedules."""
+        limit = fields.integer(request, "limit", 1, 1000, default=20)
+        before = fields.text(request, "before", limit=100, required=False)
+        rows = self.store.page(limit + 1, before, _own(source))
+        reply: dict[str, Any] = {"deliveries": [delivery_row(row, self.zone) for row in rows[:limit]]}
+        if len(rows) > limit:
+            reply["next_before"] = rows[limit - 1].id
+        return reply
 
     def targets(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         described = self.allowlist.describe()
@@ -547,10 +560,10 @@ class Service:
         used = self.store.count_live(source.name) + adds
         return dryrun.reply(self.row(job), job, used, source.max_schedules, self.zone)
 
-    def _save(self, job: Job, entry: AuditEntry) -> dict[str, Any]:
-        """Writes an operator's change, with its audit entry; on a lost race the request is refused, never
-        half-applied (and the entry is not written)."""
-        written = self.store.save([job], audit=[entry])[0]
+    def _save(self, job: Job, entry: AuditEntry, notes: Sequence[Notification] = ()) -> dict[str, Any]:
+        """Writes an operator's change, with its audit entry and the notifications of the transitions it
+        makes; on a lost race the request is refused, never half-applied (and neither is written)."""
+        written = self.store.save([job], audit=[entry], notes=notes)[0]
         if written is Write.LOST:
             current = self.store.get(job.id)
             state = current.state.value if current else "deleted"
@@ -629,7 +642,8 @@ class Service:
         now = self.node.clock.now()
         decision = engine.resume(job, now, self.node.rules)
         resumed = decision.job.evolve(updated_at=now)
-        reply = self._save(resumed, self._entry("resume", request, source, job, resumed))
+        entry = self._entry("resume", request, source, job, resumed)
+        reply = self._save(resumed, entry, self.node.notes_of(decision))
         self.node.announce(decision)  # a misfire skip, once the resume is written
         return reply
 

@@ -114,3 +114,17 @@ def test_an_idle_serve_on_postgresql_does_not_wake(tmp_path: Path) -> None:
         add_schedules(cw)
         with serving(cw) as serve:
             assert woken(serve) == {}, "these threads woke while nothing was due"
+
+
+def test_an_idle_serve_with_alert_channels_does_not_wake(cw: Cronwright) -> None:
+    """The delivery loop sleeps until the next due notification, at most a minute: with none, it sleeps."""
+    add_python_target(cw)
+    extra = (
+        '\n[notify.ops]\nkind = "webhook"\nurl = "http://127.0.0.1:9/alerts"\n'
+        'signing_secret = "ALERT_SECRET"\n'
+        '\n[[alert]]\non = ["failed"]\nnotify = ["ops"]\n'
+    )
+    cw.config.write_text(cw.config.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    add_schedules(cw)
+    with serving(cw) as serve:
+        assert woken(serve) == {}, "these threads woke while nothing was due"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +35,8 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     down: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The unix time a signature's timestamp is checked against: the sender's clock (faked, in black-box).
+    clock: Callable[[], float] = time.time
 
     def ids(self) -> list[str]:
         with self.lock:
@@ -61,7 +63,7 @@ def http_receiver(secret: str = SECRET) -> Iterator[Receiver]:
                     self.end_headers()
                     return
                 state.received.append(
-                    Received(self.path, headers, body, verify(secret, signature, body, time.time()))
+                    Received(self.path, headers, body, verify(secret, signature, body, state.clock()))
                 )
             self.send_response(200)
             self.send_header("Content-Length", "2")

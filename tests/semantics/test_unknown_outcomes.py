@@ -18,6 +18,7 @@ from cronwright.audit import AuditEntry
 from cronwright.clock import ManualClock
 from cronwright.errors import StoreError
 from cronwright.model import Job, Outcome, Run
+from cronwright.notify.model import Notification
 from cronwright.store.memory import MemoryStore
 
 
@@ -29,9 +30,13 @@ class LostReplies(MemoryStore):
     unreachable = False
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
-        written = super().save(jobs, runs, audit)
+        written = super().save(jobs, runs, audit, notes)
         if self.lose:
             self.lose -= 1
             self.unreachable = self.dark_after_loss

@@ -136,7 +136,7 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(opened: list[Postgre
 
         assert catalog(migrated) == catalog(fresh)
         tables = sorted({row[0] for row in catalog(fresh)["columns"]})
-        assert tables == ["audit", "jobs", "nodes", "runs", "schema_migrations"]
+        assert tables == ["audit", "jobs", "nodes", "notifications", "runs", "schema_migrations"]
         assert catalog(fresh)["versions"] == [(number,) for number in range(1, schema_version() + 1)]
         assert ("runs", "runs_once", "u", "UNIQUE (job_id, fire_id, attempt)") in catalog(fresh)[
             "constraints"
@@ -588,6 +588,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
         connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
+        connection.execute("DROP TABLE notifications")  # (migration 0004's)
         connection.execute("DELETE FROM schema_migrations WHERE version > 1")
 
     again = open_()

@@ -10,6 +10,7 @@ from cronwright.audit import AuditEntry
 from cronwright.errors import StoreError
 from cronwright.events import MemorySink
 from cronwright.model import AtSchedule, Job, Run, State
+from cronwright.notify.model import Notification
 from cronwright.store import MemoryStore
 from cronwright.store.resilient import ResilientStore, Write
 
@@ -22,11 +23,15 @@ class Failing(MemoryStore):
     broken = False
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().save(jobs, runs, audit)
+        return super().save(jobs, runs, audit, notes)
 
     def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         if self.broken:

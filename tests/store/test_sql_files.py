@@ -10,7 +10,10 @@ import cronwright.store
 from cronwright.store import sql_files
 
 STORE = Path(cronwright.store.__file__).parent
-CODE = {"sqlite": ("sqlite.py", "sql_reads.py"), "postgres": ("postgres.py", "sql_reads.py")}
+CODE = {
+    "sqlite": ("sqlite.py", "sql_reads.py", "sql_outbox.py"),
+    "postgres": ("postgres.py", "sql_reads.py", "sql_outbox.py"),
+}
 
 
 @pytest.mark.parametrize("dialect", sorted(CODE))

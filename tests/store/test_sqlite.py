@@ -107,6 +107,7 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(tmp_path: Path) -> N
         "audit",
         "jobs",
         "nodes",
+        "notifications",
         "runs",
         "sqlite_sequence",
     ]
@@ -446,6 +447,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
         connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
+        connection.execute("DROP TABLE notifications")  # (migration 0004's)
         connection.execute("PRAGMA user_version = 1")
     connection.close()
 

@@ -36,6 +36,7 @@ from cronwright.model import (
     Schedule,
     State,
 )
+from cronwright.notify.model import Notification
 from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
 from cronwright.timing.cron_set import CronSet
 
@@ -92,12 +93,16 @@ class LostReplies:
         return stored
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
         if self.fail:
             self.fail -= 1
             raise StoreError("the disk is full")
-        written = self._inner.save(jobs, runs, audit)
+        written = self._inner.save(jobs, runs, audit, notes)
         self._lost()
         return written
 

@@ -280,6 +280,44 @@ class TargetsReply(Reply):
     targets: list[TargetRow]
 
 
+class DeliveryJob(Row):
+    id: int
+    name: str
+    target: str
+    action: str
+    source: str
+
+
+class DeliveryRow(Row):
+    """One notification for one channel, as the outbox holds it."""
+
+    id: str = Field(description="The idempotency key, sent as X-Cronwright-Notification-Id on every attempt.")
+    channel: str = Field(description="The [notify.NAME] channel it goes to.")
+    transition: str = Field(
+        description="failed, recovered, breaker_paused, missed, late, expired, node_down, "
+        "persistence_degraded, persistence_recovered, or digest."
+    )
+    state: Literal["pending", "delivered", "digested", "abandoned"] = Field(
+        description="pending (waiting for its next attempt), delivered, digested (a digest carries it) or "
+        "abandoned (still refused a day later)."
+    )
+    attempts: int = Field(description="Attempts so far.")
+    created_at: str = Field(description=ISO)
+    next_attempt_at: str | None = Field(description="When it is tried next, while pending. " + ISO)
+    delivered_at: str | None = Field(description=ISO)
+    last_error: str | None = Field(description="Why the last attempt failed.")
+    digest_id: str | None = Field(description="The digest that carries it, once digested.")
+    job: DeliveryJob | None = Field(
+        description="The schedule it is about (null for a node's or the store's)."
+    )
+    message: str
+
+
+class NotificationsReply(Reply):
+    deliveries: list[DeliveryRow] = Field(description="Newest first.")
+    next_before: str | None = Field(None, description="Where older ones follow: the before of the next page.")
+
+
 class InterfaceEntry(Row):
     action: str
     example: dict[str, Any]
@@ -315,5 +353,6 @@ REPLIES: dict[str, type[Reply]] = {
     "status": StatusReply,
     "preview": PreviewReply,
     "targets": TargetsReply,
+    "notifications": NotificationsReply,
     "interface": InterfaceReply,
 }

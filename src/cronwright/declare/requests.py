@@ -477,6 +477,19 @@ class Targets(Request):
     model_config = _example({"action": "targets"})
 
 
+class Notifications(Request):
+    """Alert notifications (semantic 38), newest first, with their delivery state: of every schedule for
+    the operator, of the source's own schedules for a source."""
+
+    action: Literal["notifications"]
+    limit: Annotated[Limit | None, Field(description="At most this many (default 20).")] = None
+    before: Annotated[
+        Annotated[str, text(100)] | None,
+        Field(description="Only notifications older than the one with this id: the next_before of a page."),
+    ] = None
+    model_config = _example({"action": "notifications", "limit": 10})
+
+
 class Interface(Request):
     """Every action, each with an example."""
 
@@ -499,6 +512,7 @@ MODELS: dict[str, type[Request]] = {
     "status": Status,
     "preview": Preview,
     "targets": Targets,
+    "notifications": Notifications,
     "interface": Interface,
 }
 
@@ -517,6 +531,7 @@ AnyRequest = Annotated[
     | Status
     | Preview
     | Targets
+    | Notifications
     | Interface,
     Field(discriminator="action"),
 ]

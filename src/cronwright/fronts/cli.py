@@ -111,6 +111,12 @@ class Runtime:
         self._logs = True
         configure_logs(self.config.node.tz)
 
+    def node_label(self) -> str:
+        """This host, as a test notification names it (no store is opened for it)."""
+        import socket
+
+        return socket.gethostname()
+
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
         if self._app is not None:
@@ -423,6 +429,78 @@ def preview(
 PREVIEW_KEYS = ("expression", "explanation", "tz", "firings", "excluded")
 
 
+# --- alerts ---------------------------------------------------------------------------------------
+
+NOTIFICATION_COLUMNS = (
+    "CREATED",
+    "TRANSITION",
+    "JOB",
+    "CHANNEL",
+    "STATE",
+    "ATTEMPTS",
+    "NEXT/DELIVERED",
+    "ERROR",
+)
+
+
+def _notification_cells(row: Reply) -> list[str]:
+    when = row["next_attempt_at"] if row["state"] == "pending" else row["delivered_at"]
+    return [
+        row["created_at"],
+        row["transition"],
+        (row.get("job") or {}).get("name") or "-",
+        row["channel"],
+        row["state"],
+        str(row["attempts"]),
+        when or "-",
+        (row.get("last_error") or "")[:80],
+    ]
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--before", metavar="ID", help="Only notifications older than the one with this id.")
+@json_option
+@pass_runtime
+def notifications(runtime: Runtime, limit: int, before: str | None, as_json: bool) -> None:
+    """Recent alert notifications, newest first, and how their delivery fares."""
+
+    def human(reply: Reply) -> None:
+        if not reply["deliveries"]:
+            click.echo("no notifications")
+            return
+        render.table(NOTIFICATION_COLUMNS, [_notification_cells(row) for row in reply["deliveries"]])
+        following = reply.get("next_before")
+        if following is not None:
+            click.echo(f"\nMore follow: add --before {following} for the next page.")
+
+    finish(runtime.call("notifications", limit=limit, before=before), as_json, human)
+
+
+@cli.command("notify-test")
+@click.argument("channel")
+@pass_runtime
+def notify_test(runtime: Runtime, channel: str) -> None:
+    """Sends a test notification through a [notify.NAME] channel now, and says what happened (exit 1 if it
+    was not delivered)."""
+    from cronwright.notify.probe import probe
+    from cronwright.notify.setup import channels_of
+    from cronwright.targets.secrets import Secrets
+
+    config = runtime.config
+    if channel not in config.notify:
+        known = ", ".join(config.notify) or "none: add a [notify.NAME] section to the config"
+        fail(f"no channel named '{channel}'; the channels are: {known}")
+    made = channels_of(config, Secrets.from_config(config))[channel]
+    result = probe(made, runtime.node_label(), _now(), config.node.tz)
+    kind = config.notify[channel].kind
+    if result.delivered:
+        click.echo(f"delivered a test notification ({result.payload['id']}) through {channel} ({kind})")
+        return
+    click.echo(f"cronwright: {channel} ({kind}) did not take the test notification: {result.error}", err=True)
+    sys.exit(1)
+
+
 # --- changing -------------------------------------------------------------------------------------
 
 
@@ -718,6 +796,10 @@ def tick(runtime: Runtime, as_json: bool) -> None:
     runtime.log_to_stderr()
     app = runtime.app(boot=True)
     report = app.node.tick()
+    if app.deliveries is not None:
+        # What is due goes out before the process ends (semantic 38); what fails waits for a later tick
+        # or a serving node, with its backoff.
+        app.deliveries.drain()
     reply: Reply = {
         "ok": True,
         "fired": len(report.fired),
@@ -762,6 +844,8 @@ def serve(runtime: Runtime) -> None:
 
     loop = threading.Thread(target=node_loop, name="cronwright-node", daemon=True)
     loop.start()
+    if app.deliveries is not None:
+        app.deliveries.start()  # its own thread: a slow channel never holds up a scheduling pass
     try:
         http.start()
     except RuntimeError as error:

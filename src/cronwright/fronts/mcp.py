@@ -36,6 +36,7 @@ from cronwright.declare.requests import (
     JobSpec,
     ListJobs,
     Model,
+    Notifications,
     Preview,
     Request,
     Update,
@@ -77,8 +78,9 @@ TOOL_OF = {
     "audit": "schedules_audit",
     "preview": "schedules_preview",
     "targets": "schedules_targets",
+    "notifications": "schedules_notifications",
 }
-_READS = {"list", "get", "history", "audit", "preview", "targets"}
+_READS = {"list", "get", "history", "audit", "preview", "targets", "notifications"}
 
 
 # --- the tools' arguments, from the protocol's models -----------------------------------------------------
@@ -224,6 +226,11 @@ def _specs() -> list[ToolSpec]:
         spec("schedules_targets", "Allowed targets", read, _arguments("schedules_targets"), "targets",
              replies.TargetsReply,
              "The targets and actions you may schedule, with the JSON schema of each action's args."),
+        spec("schedules_notifications", "Alert notifications", read,
+             _arguments("schedules_notifications", **_fields(Notifications)), "notifications",
+             replies.NotificationsReply, """
+             Alert notifications about your schedules, newest first: which transition (failed,
+             recovered, missed, late, ...), which channel, and whether it was delivered yet."""),
     ]  # fmt: skip
 
 
@@ -401,6 +408,15 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         return f"{len(reply['targets'])} targets: " + "; ".join(
             f"{t['target']} ({', '.join(a['action'] for a in t['actions'])})" for t in reply["targets"]
         )
+    if action == "notifications":
+        rows = reply["deliveries"]
+        newest = (
+            f"; newest: {rows[0]['transition']} of {(rows[0].get('job') or {}).get('name', '-')} to "
+            f"{rows[0]['channel']}, {rows[0]['state']}"
+            if rows
+            else ""
+        )
+        return f"{len(rows)} notifications{newest}"
     return "done"
 
 

@@ -92,6 +92,16 @@ class Notification:
     last_error: str | None = None
     digest_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The job the transition is about (None for a node's or the store's, and for a digest): a store
+    # writes the notification only if the job's own write in that transaction lands.
+    job_id: int | None = None
+
+    @property
+    def source(self) -> str | None:
+        """The source of the job it is about, so that a source reads only its own notifications."""
+        job = self.payload.get("job")
+        source = job.get("source") if isinstance(job, Mapping) else None
+        return source if isinstance(source, str) else None
 
     def evolve(self, **changes: Any) -> Notification:
         return replace(self, **changes)

@@ -16,6 +16,9 @@ from typing import Protocol
 
 from cronwright.notify.model import Notification, Status
 
+# Settled notifications are kept this long for `notifications`, then pruned by a delivery pass.
+RETENTION = timedelta(days=30)
+
 
 class Outbox(Protocol):
     def add(self, notifications: Sequence[Notification]) -> None:
@@ -42,8 +45,18 @@ class Outbox(Protocol):
         into it, in one step."""
         ...
 
-    def page(self, limit: int, before: str | None = None) -> list[Notification]:
-        """The newest notifications first (by creation, then id), after the one whose id is `before`."""
+    def page(self, limit: int, before: str | None = None, source: str | None = None) -> list[Notification]:
+        """The newest notifications first (by creation, then id), after the one whose id is `before`;
+        with `source`, only those about that source's jobs."""
+        ...
+
+    def prune(self, now: datetime) -> int:
+        """Drops settled notifications (delivered, digested, abandoned) older than the retention."""
+        ...
+
+    def next_due(self) -> datetime | None:
+        """When the earliest pending notification can next be claimed (its next attempt, or the end of
+        the claim that holds it), or None when none is pending: what a delivery loop sleeps until."""
         ...
 
 
@@ -97,13 +110,39 @@ class MemoryOutbox:
                     self._rows[item.id] = item.evolve(status=Status.DIGESTED, digest_id=digest.id)
                     del self._claims[item.id]
 
-    def page(self, limit: int, before: str | None = None) -> list[Notification]:
+    def page(self, limit: int, before: str | None = None, source: str | None = None) -> list[Notification]:
         with self._lock:
             rows = sorted(self._rows.values(), key=lambda item: (item.created_at, item.id), reverse=True)
+        if source is not None:
+            rows = [item for item in rows if item.source == source]
         if before is not None:
             marks = [index for index, item in enumerate(rows) if item.id == before]
             rows = rows[marks[0] + 1 :] if marks else []
         return rows[:limit]
+
+    def prune(self, now: datetime) -> int:
+        with self._lock:
+            old = [
+                id
+                for id, item in self._rows.items()
+                if item.status is not Status.PENDING and item.created_at < now - RETENTION
+            ]
+            for id in old:
+                del self._rows[id]
+            return len(old)
+
+    def next_due(self) -> datetime | None:
+        with self._lock:
+            return min(
+                (
+                    max(item.next_attempt_at, self._claims[item.id][1])
+                    if item.id in self._claims
+                    else item.next_attempt_at
+                    for item in self._rows.values()
+                    if item.status is Status.PENDING
+                ),
+                default=None,
+            )
 
     def _holder(self, id: str) -> str | None:
         claim = self._claims.get(id)

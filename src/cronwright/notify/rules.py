@@ -61,6 +61,7 @@ def notifications_for(rules: Sequence[Rule], alert: Alert, zone: ZoneInfo) -> li
                 payload=body(alert, id, zone),
                 created_at=alert.at,
                 next_attempt_at=alert.at,
+                job_id=alert.job.id if alert.job is not None else None,
             )
         )
     return made

@@ -35,6 +35,8 @@ from typing import Protocol
 from cronwright.audit import AuditEntry
 from cronwright.errors import NotFound
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.notify.model import Notification
+from cronwright.notify.outbox import Outbox
 
 LEASE_BEAT = timedelta(seconds=10)
 LEASE_TTL = timedelta(seconds=45)
@@ -61,8 +63,9 @@ def unknown_run(run_id: int) -> NotFound:
     )
 
 
-class Backend(Protocol):
-    """Durable storage of jobs, runs and node beats. Every method is atomic on its own."""
+class Backend(Outbox, Protocol):
+    """Durable storage of jobs, runs, node beats and the outbox of notifications (notify/outbox.py's
+    protocol, which each backend implements). Every method is atomic on its own."""
 
     @property
     def persistence(self) -> Persistence:
@@ -101,10 +104,19 @@ class Backend(Protocol):
         ...
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
-        """Writes jobs and appends runs in one transaction; returns, per job, whether it was written.
-        Each entry of `audit` is written in that transaction if its job (`entry.job_id`) was written.
+        """Writes jobs, appends runs, audit entries and notifications in one transaction; returns, per
+        job, whether it was written. Each entry of `audit` is written in that transaction if its job
+        (`entry.job_id`) was written.
+
+        A notification (semantic 38) is added unless its id is stored already (the same transition
+        detected twice), or it is about one of `jobs` whose write did not land: its transition was decided
+        on a row that was not the truth.
 
         A job is written only if its stored row exists, is not deleted, and has version `job.version`;
         it is stored with `job.version + 1`. Runs are appended whatever the jobs' fate (a run of a job
@@ -259,7 +271,7 @@ class Write(StrEnum):
     UNKNOWN = "unknown"  # a claim whose write failed, and no read back could tell whether it landed
 
 
-class Store(Protocol):
+class Store(Outbox, Protocol):
     """The one interface the node and the service write with: a `Backend` (`inner`) plus degraded mode
     and answers for writes of unknown outcome.
 
@@ -302,9 +314,11 @@ class Store(Protocol):
         keep: bool = True,
         claims: Sequence[Job] = (),
         audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[Write]:
-        """Writes `jobs`, then `claims`, as compare-and-swaps, and appends `runs`, in one transaction of
-        the backend; answers one Write per job, then per claim. It never raises StoreError.
+        """Writes `jobs`, then `claims`, as compare-and-swaps, and appends `runs` and the outbox's `notes`,
+        in one transaction of the backend; answers one Write per job, then per claim. It never raises
+        StoreError. Notes wait in memory with the runs when the jobs are kept.
 
         - DURABLE: the row was stored (with the version plus one). LOST: another writer changed the row
           first (decide again from a fresh read), or the write surely did not land.

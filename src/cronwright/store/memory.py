@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from cronwright.audit import AuditEntry, visible
 from cronwright.errors import DoubleRun, NameTaken
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.notify.model import Notification
+from cronwright.notify.outbox import MemoryOutbox
 from cronwright.store.base import LEASE_TTL, NodeBeat, same_record, unknown_run
 
 
@@ -26,6 +28,7 @@ class MemoryStore:
         self._fires: dict[tuple[int, str, int], Run] = {}  # every run ever recorded, by attempt
         self._beats: dict[str, NodeBeat] = {}
         self._next_id = 1
+        self.outbox = MemoryOutbox()
         self._seq = 0  # the last run id given out
         self._audit: list[AuditEntry] = []  # oldest first, each with its id
         self._audit_keys: set[str] = set()
@@ -65,7 +68,11 @@ class MemoryStore:
         self._audit.append(replace(entry, id=len(self._audit_keys)))
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
         with self._lock:
             # Idempotent by attempt: a record met again is not added twice; another record of it is a
@@ -96,6 +103,8 @@ class MemoryStore:
             for entry in audit:
                 if entry.job_id in won:
                     self._record(entry)
+            lost = {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
+            self.outbox.add([note for note in notes if note.job_id is None or note.job_id not in lost])
             return written
 
     def get(self, job_id: int) -> Job | None:
@@ -261,6 +270,32 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+    # --- the outbox (notify.outbox.Outbox): a MemoryOutbox ---------------------------------------
+
+    def add(self, notifications: Sequence[Notification]) -> None:
+        self.outbox.add(notifications)
+
+    def claim(self, node: str, now: datetime, hold: timedelta, limit: int) -> list[Notification]:
+        return self.outbox.claim(node, now, hold, limit)
+
+    def sent_since(self, since: datetime) -> dict[str, int]:
+        return self.outbox.sent_since(since)
+
+    def settle(self, node: str, done: Sequence[Notification]) -> None:
+        self.outbox.settle(node, done)
+
+    def fold(self, node: str, digest: Notification, members: Sequence[Notification]) -> None:
+        self.outbox.fold(node, digest, members)
+
+    def page(self, limit: int, before: str | None = None, source: str | None = None) -> list[Notification]:
+        return self.outbox.page(limit, before, source)
+
+    def prune(self, now: datetime) -> int:
+        return self.outbox.prune(now)
+
+    def next_due(self) -> datetime | None:
+        return self.outbox.next_due()
 
 
 def _newest_first(run: Run) -> tuple[datetime, int]:

@@ -48,10 +48,12 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from cronwright.audit import AuditEntry, entry_data
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.notify.model import Notification
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import job_data, read_job, read_run, run_data
 from cronwright.store.postgres_listen import Listener
+from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
 
 log = logging.getLogger("cronwright.store")
@@ -177,9 +179,11 @@ def _unreachable(error: psycopg.Error) -> bool:
 # -- the store -------------------------------------------------------------------------------------
 
 
-class PostgresStore(SqlJobReads):
+class PostgresStore(SqlJobReads, SqlOutbox):
     _p = "%s"
     _queries = _Q
+    # Nodes claiming notifications at once skip each other's rows instead of waiting on them.
+    _claim_lock = " FOR UPDATE SKIP LOCKED"
 
     """The Store protocol on one PostgreSQL schema (see the module docstring for how each guarantee holds).
 
@@ -415,7 +419,11 @@ class PostgresStore(SqlJobReads):
         return job.evolve(id=int(row[0]), version=1)
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
@@ -438,6 +446,8 @@ class PostgresStore(SqlJobReads):
             entries = [_audit_columns(entry) for entry in audit if entry.job_id in stored]
             if entries:
                 cursor.executemany(_Q["insert_audit"], entries)
+            lost = {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
+            self._add_notes(cursor, notes, lost)
             if any(written):
                 self._notify(connection)
         return written
@@ -483,6 +493,12 @@ class PostgresStore(SqlJobReads):
 
     def _reading(self) -> AbstractContextManager[Any]:
         return self._session(write=False)
+
+    def _writing(self) -> AbstractContextManager[Any]:
+        return self._session(write=True)
+
+    def _moment(self, value: Any) -> datetime:
+        return _utc(value)
 
     @contextlib.contextmanager
     def exclusive(self, guard: AbstractContextManager[object] | None = None) -> Iterator[None]:

@@ -14,6 +14,11 @@ landed, it is answered as written; found not, as failed; and a claim whose outco
 UNKNOWN, which its node reconciles later (`Node._reconcile`). Runs are written idempotently, so runs
 kept in memory and replayed after a save that did land are not recorded twice, and never stop the
 writes that follow them.
+
+Notifications (semantic 38) are written in the transaction of the save that makes their transition, and
+wait in memory with the runs when it fails. The store's own transitions are told through `StoreAlerts`:
+`persistence_degraded` when a save first fails, and `persistence_recovered` once nothing waits any more;
+the first is written when the store takes writes again, since it cannot be written before.
 """
 
 from __future__ import annotations
@@ -23,25 +28,38 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from cronwright.audit import AuditEntry
 from cronwright.errors import DoubleRun, StoreError
 from cronwright.events import Event, EventKind, EventSink
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.notify.model import Notification
 from cronwright.store.base import LEASE_TTL, Backend, NodeBeat, Write
 
 log = logging.getLogger("cronwright.store")
 
 
-__all__ = ["ResilientStore", "Write"]
+__all__ = ["ResilientStore", "StoreAlerts", "Write"]
+
+
+class StoreAlerts(Protocol):
+    """Makes the notifications of the store's own transitions (the node's rules, clock and id)."""
+
+    def degraded(self) -> list[Notification]: ...
+
+    def recovered(self) -> list[Notification]: ...
 
 
 class ResilientStore:
     """The `Store` the node and the service write with, over a `Backend` (see `base.Store`)."""
 
-    def __init__(self, inner: Backend, events: EventSink) -> None:
+    def __init__(self, inner: Backend, events: EventSink, alerts: StoreAlerts | None = None) -> None:
         self.inner = inner
         self._events = events
+        self.alerts = alerts
+        self._pending_notes: list[Notification] = []
+        self._degraded = False  # a save failed, and not everything it left in memory is written yet
         self._lock = threading.RLock()
         self._pending: dict[int, Job] = {}
         self._pending_runs: list[Run] = []
@@ -102,6 +120,7 @@ class ResilientStore:
         keep: bool = True,
         claims: Sequence[Job] = (),
         audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[Write]:
         """See `base.Store.save`: claims are passed as `claims` (written in the same transaction as
         `jobs`, answered after them), or alone with `keep=False` (which keeps nothing, runs included)."""
@@ -109,28 +128,33 @@ class ResilientStore:
             written = [*jobs, *claims]
             runs_to_write = [*self._pending_runs, *runs]
             entries = [*self._pending_audit, *audit]
+            notes_to_write = [*self._pending_notes, *notes]
             try:
-                outcomes = self._save_once(written, runs_to_write, entries)
+                outcomes = self._save_once(written, runs_to_write, entries, notes_to_write)
             except StoreError as error:
-                return self._failed(jobs, claims, runs_to_write, entries, keep, error)
+                return self._failed(jobs, claims, runs_to_write, entries, notes_to_write, keep, error)
             self._pending_runs = []
+            self._pending_notes = []
             for job, ok in zip(jobs, outcomes, strict=False):
                 if ok:
                     self._recovered(job)
             # Written with their jobs, or waiting still with a job kept in memory (another job's save).
             self._pending_audit = [entry for entry in entries if entry.job_id in self._pending]
+            self._end_degraded()
             return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
 
-    def _save_once(self, jobs: Sequence[Job], runs: list[Run], audit: Sequence[AuditEntry]) -> list[bool]:
+    def _save_once(
+        self, jobs: Sequence[Job], runs: list[Run], audit: Sequence[AuditEntry], notes: Sequence[Notification]
+    ) -> list[bool]:
         """The inner save; runs it refuses as second records of attempts recorded already are left out."""
         try:
-            return self.inner.save(jobs, runs, audit)
+            return self.inner.save(jobs, runs, audit, notes=notes)
         except DoubleRun as error:
             doubles = set(error.keys)
             # Another writer recorded those attempts first (two nodes recovering one orphan, say).
             log.warning("%s; the write goes on without those runs", error)
             runs[:] = [run for run in runs if (run.job_id, run.fire_id, run.attempt) not in doubles]
-            return self.inner.save(jobs, runs, audit)
+            return self.inner.save(jobs, runs, audit, notes=notes)
 
     def _failed(
         self,
@@ -138,6 +162,7 @@ class ResilientStore:
         claims: Sequence[Job],
         runs: list[Run],
         audit: list[AuditEntry],
+        notes: list[Notification],
         keep: bool,
         error: StoreError,
     ) -> list[Write]:
@@ -146,6 +171,7 @@ class ResilientStore:
             # The transaction committed whole; each job was written if its row is what was written.
             log.warning("a write whose reply was lost had landed, as reading it back shows: %s", error)
             self._pending_runs = []
+            self._pending_notes = []
             outcomes = [stored.get(job.id) == job.evolve(version=job.version + 1) for job in [*jobs, *claims]]
             for job, ok in zip(jobs, outcomes, strict=False):
                 if ok:
@@ -156,6 +182,7 @@ class ResilientStore:
         if not keep:
             log.warning("a claim could not be saved, so it does not run: %s", error)
             return [failed_claim] * (len(jobs) + len(claims))
+        self._pending_notes = notes
         for job in jobs:
             self._keep(job, error)
         self._pending_runs = runs
@@ -190,6 +217,7 @@ class ResilientStore:
 
     def _keep(self, job: Job, error: StoreError) -> None:
         self._pending[job.id] = job
+        self._degrade()
         if job.id not in self._failing:
             self._failing.add(job.id)
             cause = repr(error.__cause__ or error)[:120]
@@ -201,6 +229,29 @@ class ResilientStore:
                     {"error": cause, "dedupe_key": job.dedupe_key},
                 )
             )
+
+    def _degrade(self) -> None:
+        """A write waits in memory: the first one makes the `persistence_degraded` transition."""
+        if not self._degraded:
+            self._degraded = True
+            if self.alerts is not None:
+                self._pending_notes.extend(self.alerts.degraded())
+
+    def _end_degraded(self) -> None:
+        """Once nothing waits in memory, `persistence_recovered`, written at once (or at the next save)."""
+        if not self._degraded or self._pending or self._pending_runs or self._tombstones:
+            return
+        self._degraded = False
+        if self.alerts is None:
+            return
+        recovered = self.alerts.recovered()
+        try:
+            self.inner.save([], [], notes=[*self._pending_notes, *recovered])
+        except StoreError as error:
+            log.warning("the notification that the store recovered waits for the next save: %s", error)
+            self._pending_notes.extend(recovered)
+            return
+        self._pending_notes = []
 
     def _recovered(self, job: Job) -> None:
         self._pending.pop(job.id, None)
@@ -214,7 +265,7 @@ class ResilientStore:
             for job_id in list(self._tombstones):
                 self.delete(job_id, self._tombstone_audit.get(job_id))
             pending = list(self._pending.values())
-            if pending or self._pending_runs or self._pending_audit:
+            if pending or self._pending_runs or self._pending_audit or self._pending_notes:
                 written = self.save(pending)
                 for job, outcome in zip(pending, written, strict=True):
                     if outcome is Write.LOST and job.id in self._pending and self._stale(job):
@@ -250,6 +301,7 @@ class ResilientStore:
             tomb = self._tombstones.pop(job_id, None)
             if tomb is not None:
                 self._recovered(tomb)
+                self._end_degraded()
             return gone or tomb, self.inner.persistence
 
     def delete_unreadable(self, job_id: int, audit: AuditEntry | None = None) -> bool:
@@ -263,6 +315,7 @@ class ResilientStore:
             return self._tombstones.get(job_id) if isinstance(job_id, int) else None
 
     def _keep_tombstone(self, job: Job, error: StoreError) -> None:
+        self._degrade()
         if job.id not in self._failing:
             self._failing.add(job.id)
             self._events.emit(
@@ -419,3 +472,29 @@ class ResilientStore:
 
     def close(self) -> None:
         self.inner.close()
+
+    # --- the outbox: the backend's own ----------------------------------------------------------
+
+    def add(self, notifications: Sequence[Notification]) -> None:
+        self.inner.add(notifications)
+
+    def claim(self, node: str, now: datetime, hold: timedelta, limit: int) -> list[Notification]:
+        return self.inner.claim(node, now, hold, limit)
+
+    def sent_since(self, since: datetime) -> dict[str, int]:
+        return self.inner.sent_since(since)
+
+    def settle(self, node: str, done: Sequence[Notification]) -> None:
+        self.inner.settle(node, done)
+
+    def fold(self, node: str, digest: Notification, members: Sequence[Notification]) -> None:
+        self.inner.fold(node, digest, members)
+
+    def page(self, limit: int, before: str | None = None, source: str | None = None) -> list[Notification]:
+        return self.inner.page(limit, before, source)
+
+    def prune(self, now: datetime) -> int:
+        return self.inner.prune(now)
+
+    def next_due(self) -> datetime | None:
+        return self.inner.next_due()

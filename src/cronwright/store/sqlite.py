@@ -33,9 +33,11 @@ from typing import Any
 from cronwright.audit import AuditEntry, entry_data
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.model import Job, Persistence, Run, State
+from cronwright.notify.model import Notification
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
+from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
 
 # PRAGMA application_id: "CrWt". It marks a file as a cronwright store, so another application's
@@ -81,7 +83,7 @@ def statements(script: str) -> list[str]:
     return found
 
 
-class SqliteStore(SqlJobReads):
+class SqliteStore(SqlJobReads, SqlOutbox):
     """The Store protocol on one SQLite file (see the module docstring for how each guarantee is kept)."""
 
     _p = "?"
@@ -323,7 +325,11 @@ class SqliteStore(SqlJobReads):
         return job.evolve(id=job_id, version=1)
 
     def save(
-        self, jobs: Sequence[Job], runs: Sequence[Run] = (), audit: Sequence[AuditEntry] = ()
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
     ) -> list[bool]:
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         updates = [(*_job_columns(job), job.id, job.version) for job in jobs]
@@ -357,10 +363,19 @@ class SqliteStore(SqlJobReads):
             for job_id, columns in entries:
                 if job_id in won:
                     connection.execute(_Q["insert_audit"], columns)
+            self._add_notes(
+                connection, notes, {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
+            )
         return written
 
     def _reading(self) -> AbstractContextManager[Any]:
         return self._transaction(write=False)
+
+    def _writing(self) -> AbstractContextManager[Any]:
+        return self._transaction(write=True)
+
+    def _moment(self, value: Any) -> datetime:
+        return from_micros(int(value))
 
     def _instant(self, moment: datetime) -> object:
         return micros(moment)

@@ -105,6 +105,63 @@ SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_no
     WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?{readable}) AS holders
 LEFT JOIN nodes ON nodes.node = holders.flight_node
 
+-- The outbox of notifications (semantic 38; store/sql_outbox.py) -------------------------------------
+
+-- name: add_notification
+-- Idempotent by id: a transition detected twice (by two nodes, or in a replayed save) is stored once,
+-- and the row already there is left as it is.
+INSERT INTO notifications (id, channel, transition, source, status, created_at, next_attempt_at, attempts,
+    delivered_at, claimed_by, claimed_until, data)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)
+ON CONFLICT (id) DO NOTHING
+
+-- name: claim_notifications
+-- The oldest due pending notifications that no live claim holds, now held by one node until the claim's
+-- end. {lock} is empty on SQLite, whose write transaction (BEGIN IMMEDIATE) already excludes every
+-- other claimer; on PostgreSQL it is FOR UPDATE SKIP LOCKED, so nodes claiming at once each take rows
+-- the others do not hold, rather than waiting on each other's locks, and a row another node just
+-- claimed is re-checked against its new claim before it is taken.
+UPDATE notifications SET claimed_by = ?, claimed_until = ?
+WHERE id IN (SELECT id FROM notifications
+    WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+    ORDER BY next_attempt_at, id LIMIT ?{lock})
+RETURNING id, channel, transition, status, created_at, next_attempt_at, attempts, delivered_at, data
+
+-- name: settle_notification
+-- Written back by the node that holds it, and its claim ended; a row another node has since claimed
+-- (this one's claim lapsed) is left alone.
+UPDATE notifications SET status = ?, attempts = ?, next_attempt_at = ?, delivered_at = ?, data = ?,
+    claimed_by = NULL, claimed_until = NULL
+WHERE id = ? AND claimed_by = ?
+
+-- name: add_digest
+-- A digest, held by the node that folds it for as long as that node holds the first of its members.
+INSERT INTO notifications (id, channel, transition, source, status, created_at, next_attempt_at, attempts,
+    delivered_at, claimed_by, claimed_until, data)
+SELECT ?, ?, ?, NULL, ?, ?, ?, 0, NULL, ?, claimed_until, ? FROM notifications WHERE id = ?
+ON CONFLICT (id) DO NOTHING
+
+-- name: sent_since
+SELECT channel, count(*) FROM notifications WHERE status = 'delivered' AND delivered_at >= ? GROUP BY channel
+
+-- name: next_notification_due
+-- When the earliest pending notification can next be claimed: its next attempt, or its claim's end.
+SELECT min(CASE WHEN claimed_until > next_attempt_at THEN claimed_until ELSE next_attempt_at END)
+FROM notifications WHERE status = 'pending'
+
+-- name: prune_notifications
+-- Settled notifications (delivered, digested, abandoned) older than the retention go; pending ones stay.
+DELETE FROM notifications WHERE status != 'pending' AND created_at < ?
+
+-- name: notification_created_at
+SELECT created_at FROM notifications WHERE id = ?
+
+-- name: notifications_page
+-- Newest first. {where} is empty, or ` WHERE ` and the conditions that apply: a source's own, and for a
+-- page after a notification, `(created_at, id) < (?, ?)`.
+SELECT id, channel, transition, status, created_at, next_attempt_at, attempts, delivered_at, data
+FROM notifications{where} ORDER BY created_at DESC, id DESC LIMIT ?
+
 -- The catalog -----------------------------------------------------------------------------------------
 
 -- name: tables

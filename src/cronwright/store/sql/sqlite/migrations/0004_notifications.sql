@@ -1,0 +1,32 @@
+-- Version 3 to 4: the outbox of alert notifications (semantic 38). A notification is written in the
+-- transaction of the transition it tells of, and delivered later, at least once, by whichever node
+-- claims it. Never edit a released migration: add the next numbered file, and update schema.sql to match.
+
+CREATE TABLE notifications (
+    -- The idempotency key, sent with every attempt: the same transition detected twice is stored once.
+    id TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    transition TEXT NOT NULL,
+    -- The source of the job it is about (NULL for a node's or the store's), for a source's own list.
+    source TEXT,
+    status TEXT NOT NULL,
+    -- Instants as integer microseconds since the epoch (UTC), as jobs.wake_at.
+    created_at INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    delivered_at INTEGER,
+    -- A claim: the node that holds it for sending, until when. Another node takes it once it lapses.
+    claimed_by TEXT,
+    claimed_until INTEGER,
+    -- The body, the last error and the digest that carries it, as JSON.
+    data TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- A delivery pass reads only what is pending and due.
+CREATE INDEX notifications_due ON notifications (next_attempt_at, id) WHERE status = 'pending';
+
+-- `notifications`, newest first, a page at a time.
+CREATE INDEX notifications_newest ON notifications (created_at, id);
+
+-- The sends of the last minute per channel, for the digest rule.
+CREATE INDEX notifications_delivered ON notifications (delivered_at) WHERE status = 'delivered';
