@@ -25,8 +25,10 @@ import click
 
 from cronwright.app import App, build
 from cronwright.config import Config, load
+from cronwright.declare.requests import History, JobSpec, ListJobs, Preview
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
+from cronwright.fronts.cli_options import declared
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
 from cronwright.logs import configure as configure_logs
@@ -179,10 +181,10 @@ def _warn_unreadable(reply: Reply) -> None:
 
 
 @cli.command("list")
-@click.option("--state", help="Only jobs in this state (active, paused, running, expired, done, failed).")
-@click.option("--target", help="Only jobs of this target.")
-@click.option("--limit", type=click.IntRange(1, 1000), help="At most this many rows (a page), by name.")
-@click.option("--after", "after_name", metavar="NAME", help="Only jobs whose name sorts after NAME.")
+@declared(ListJobs, "state")
+@declared(ListJobs, "target")
+@declared(ListJobs, "limit")
+@declared(ListJobs, "after_name", "--after", metavar="NAME")
 @click.option("--wide", is_flag=True, help="Every column, every instant in full ISO-8601, however wide.")
 @json_option
 @pass_runtime
@@ -282,10 +284,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name", required=False)
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
-@click.option(
-    "--before", type=click.IntRange(1), metavar="RUN", help="Only runs older than the run with this id."
-)
+@declared(History, "limit", default=20)
+@declared(History, "before", metavar="RUN")
 @output_option
 @json_option
 @pass_runtime
@@ -381,9 +381,9 @@ def targets(runtime: Runtime, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("expressions", metavar="EXPR [EXPR ...]", nargs=-1, required=True)
-@click.option("--tz", help="Read the expression in this IANA zone (default: the node zone).")
-@click.option("--after", metavar="ISO", help="List firings after this instant (default: now).")
-@click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True)
+@declared(Preview, "tz")
+@declared(Preview, "after", metavar="ISO")
+@declared(Preview, "count", default=5)
 @click.option(
     "--exclude", metavar="CALENDAR", multiple=True, help="Mark the firings this [calendars.NAME] excludes."
 )
@@ -533,15 +533,12 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
             "on every node and restart.",
         ),
         click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
-        click.option("--lifetime", metavar="DUR|ISO", help="How long the schedule lives, or until when."),
-        click.option(
-            "--misfire", type=click.Choice(["skip", "coalesce"]), help="Missed occurrences: skip or coalesce."
-        ),
-        click.option("--max-attempts", type=int, help="Attempts per occurrence, retries included."),
+        declared(JobSpec, "lifetime", metavar="DUR|ISO"),
+        declared(JobSpec, "misfire"),
+        declared(JobSpec, "max_attempts"),
+        # The protocol's retry_backoff_ms in milliseconds; the CLI takes a duration (2s, 500ms).
         click.option("--retry-backoff", metavar="DUR", help="The first retry's delay; it doubles each time."),
-        click.option(
-            "--breaker", type=int, help="Failed occurrences in a row that pause the job (0: never)."
-        ),
+        declared(JobSpec, "breaker_threshold", "--breaker"),
         click.option(
             "--dry-run",
             is_flag=True,
@@ -566,7 +563,7 @@ def job_fields(
     misfire: str | None,
     max_attempts: int | None,
     retry_backoff: str | None,
-    breaker: int | None,
+    breaker_threshold: int | None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """The protocol's job fields for the options given; nothing for an option left out (`dry_run` is the
@@ -607,7 +604,7 @@ def job_fields(
         "lifetime": lifetime,
         "misfire": misfire,
         "max_attempts": max_attempts,
-        "breaker_threshold": breaker,
+        "breaker_threshold": breaker_threshold,
     }
     fields.update({key: value for key, value in optional.items() if value is not None})
     return fields
@@ -662,8 +659,8 @@ def _dry(options: dict[str, Any]) -> dict[str, Any]:
 @click.argument("name")
 @click.option("--target", required=True, help="The target to run.")
 @click.option("--action", required=True, help="The target's action.")
-@click.option("--dedupe-key", metavar="KEY", help="At most one live job per key.")
-@click.option("--once", is_flag=True, help="With --dedupe-key: at most once ever.")
+@declared(JobSpec, "dedupe_key", metavar="KEY")
+@declared(JobSpec, "once")
 @schedule_options
 @pass_runtime
 def add(runtime: Runtime, /, name: str, target: str, action: str, dedupe_key: str | None, once: bool,
