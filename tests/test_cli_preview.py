@@ -105,12 +105,12 @@ def test_count_sets_how_many_firings() -> None:
 @pytest.mark.parametrize(
     ("args", "field", "expected"),
     [
-        (["0 0 30 2 *"], "expression", "February has no 30th"),
-        (["61 * * * *"], "expression", "minute field '61' is out of range 0-59"),
-        (["*/1000000 * * * *"], "expression", "step"),
-        (["not cron"], "expression", "has 2 fields"),
-        (["@daily", "--tz", "Mars/Base"], "tz", "unknown time zone 'Mars/Base'"),
-        (["@daily", "--after", "yesterday"], "after", "not an ISO-8601 instant"),
+        (["0 0 30 2 *"], "EXPR", "February has no 30th"),
+        (["61 * * * *"], "EXPR", "minute field '61' is out of range 0-59"),
+        (["*/1000000 * * * *"], "EXPR", "step"),
+        (["not cron"], "EXPR", "has 2 fields"),
+        (["@daily", "--tz", "Mars/Base"], "--tz", "unknown time zone 'Mars/Base'"),
+        (["@daily", "--after", "yesterday"], "--after", "not an ISO-8601 instant"),
     ],
 )
 def test_bad_input_is_a_refusal_on_one_line_of_stderr_and_exit_1(
@@ -151,6 +151,6 @@ def test_the_installed_script_previews_and_refuses(tmp_path: Path) -> None:
     assert refused.returncode == 1
     assert refused.stdout == ""
     assert refused.stderr.splitlines() == [
-        "cronwright: refused: invalid (expression): cron expression '0 0 30 2 *' can never fire: "
+        "cronwright: refused: invalid (EXPR): cron expression '0 0 30 2 *' can never fire: "
         "February has no 30th (L means the last day of the month)"
     ]

@@ -93,3 +93,14 @@ def test_the_real_binary_refuses_an_out_of_range_value_naming_the_flag_and_the_r
         wrong.stderr
     )
     assert cw.run("list", "--json").rc == 0
+
+
+def test_a_refusal_names_the_flag_that_gave_the_field_not_the_protocol_field(cw: Cronwright) -> None:
+    """Refusals say what to fix in the caller's own terms: the CLI's flag (or argument)."""
+    base = ("add", "x", "--target", "sh", "--action", "log")
+    lifetime = cw.run(*base, "--cron", "0 9 * * *", "--lifetime", "yesterday")
+    assert lifetime.rc == 1 and "refused: invalid (--lifetime): " in lifetime.stderr, lifetime.stderr
+    args = cw.run(*base, "--cron", "0 9 * * *", "--args", "[1]")
+    assert "refused: invalid (--args): " in args.stderr, args.stderr
+    named = cw.run("add", "bad name", "--target", "sh", "--action", "log", "--cron", "0 9 * * *")
+    assert "refused: invalid (NAME): " in named.stderr, named.stderr

@@ -28,7 +28,7 @@ from cronwright.config import Config, load
 from cronwright.declare.requests import History, JobSpec, ListJobs, Preview
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
-from cronwright.fronts.cli_options import declared
+from cronwright.fronts.cli_options import DeclaredOption, declared
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
 from cronwright.logs import configure as configure_logs
@@ -135,10 +135,25 @@ def finish(reply: Reply, as_json: bool, human: Callable[[Reply], None]) -> None:
     elif reply.get("ok"):
         human(reply)
     else:
-        field = f" ({reply['field']})" if reply.get("field") else ""
+        field = f" ({_flag_for(reply['field'])})" if reply.get("field") else ""
         click.echo(f"cronwright: refused: {reply.get('error')}{field}: {reply.get('message')}", err=True)
     if not reply.get("ok"):
         sys.exit(1)
+
+
+# The request fields the CLI reads its own way, by the option or argument that gives them.
+_FLAGS = {"name": "NAME", "schedule": "--cron/--every/--at", "run_at": "--at", "args": "--args",
+          "retry_backoff_ms": "--retry-backoff", "after_name": "--after", "expression": "EXPR"}  # fmt: skip
+
+
+def _flag_for(field: str) -> str:
+    """A refused request field in the CLI's own terms: the option of this verb that gives it."""
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        for param in context.command.params:
+            if isinstance(param, DeclaredOption) and param.field == field:
+                return param.opts[0]
+    return _FLAGS.get(field.split(".")[-1], field)
 
 
 def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
