@@ -7,14 +7,16 @@ real clock, so a webhook's signature is checked against the instant the sender b
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from notify.receivers import SECRET, Receiver, http_receiver
 
-from .blackbox import Cronwright, needs_faketime, utc
+from .blackbox import Cronwright, needs_faketime, utc, wait_for
 
 pytestmark = needs_faketime
 
@@ -23,6 +25,7 @@ def with_alerts(cw: Cronwright, receiver: Receiver, on: list[str], extra: str = 
     """The node's config plus a webhook channel to `receiver`, a rule for `on`, and a `flaky` action that
     fails while the file `flaky.fail` exists."""
     (cw.folder / "secrets.env").write_text(f"ALERT_SECRET={SECRET}\n", encoding="utf-8")
+    (cw.folder / "secrets.env").chmod(0o600)
     flag = shlex.quote(str(cw.folder / "flaky.fail"))
     script = f"if [ -e {flag} ]; then echo failing on purpose; exit 1; fi"
     text = cw.config.read_text(encoding="utf-8").replace(
@@ -223,3 +226,50 @@ notify = ["mail"]
     assert message["Message-ID"].startswith("<n_")
     assert '"transition": "failed"' in message.get_payload()
     assert receiver.bodies() == []  # the webhook's rule takes breaker_paused only
+
+
+def test_every_slot_busy_past_the_grace_alerts_late(tmp_path: Path) -> None:
+    # A grace long enough for the process to start (a loaded machine takes seconds) and fire `long` on time.
+    cw = Cronwright(tmp_path, max_concurrency=1, misfire_grace="30s", lease_beat="1s", lease_ttl="4s")
+    with receiving() as receiver:
+        with_alerts(cw, receiver, ["late", "missed"])
+        cw.add("long", "--cron", "0 10 * * *", action="slow", at="2026-03-02T09:59:00+01:00")
+        cw.add("waits", "--cron", "0 10 * * *", at="2026-03-02T09:59:00+01:00")
+        at_clock(receiver, "2026-03-02T10:00:01+01:00")
+        with cw.popen("tick", "--json", at="2026-03-02T10:00:01+01:00") as ticking:
+            try:
+                # `long` holds the only slot; `waits` finds none, and its grace runs out while it waits.
+                wait_for("the late occurrence to be noted", lambda: _noted(cw, "late"), timeout=90)
+            finally:
+                cw.release.touch()
+            out, err = ticking.communicate(timeout=60)
+        assert ticking.returncode == 0, err
+
+    assert delivered(receiver) == [("late", "waits")]
+    check_envelopes(receiver)
+    [late] = receiver.bodies()
+    assert late["scheduled_for"] == "2026-03-02T10:00:00+01:00"
+    assert (json.loads(out)["fired"], json.loads(out)["skipped"]) == (1, 1)
+
+
+def _noted(cw: Cronwright, transition: str) -> bool:
+    reply = cw.run("notifications", "--json")
+    return reply.rc == 0 and any(row["transition"] == transition for row in reply.json()["deliveries"])
+
+
+def test_a_flood_of_failures_reaches_the_receiver_as_one_digest(cw: Cronwright) -> None:
+    with receiving() as receiver:
+        with_alerts(cw, receiver, ["failed"])
+        for index in range(12):
+            cw.add(f"bad-{index:02}", "--cron", "0 10 * * *", action="fail", at="2026-03-02T09:59:00+01:00")
+        assert tick(cw, receiver, "2026-03-02T10:00:05+01:00")["fired"] == 12
+
+    [digest] = receiver.bodies()
+    assert digest["transition"] == "digest" and len(digest["items"]) == 12
+    assert sorted(item["job"]["name"] for item in digest["items"]) == [
+        f"bad-{index:02}" for index in range(12)
+    ]
+    assert {item["transition"] for item in digest["items"]} == {"failed"}
+    check_envelopes(receiver)
+    rows = cw.json("notifications", "--limit", "100", at="2026-03-02T10:01:00+01:00")["deliveries"]
+    assert sorted(row["state"] for row in rows) == ["delivered"] + ["digested"] * 12
