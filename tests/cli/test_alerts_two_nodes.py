@@ -63,22 +63,22 @@ def test_two_serve_nodes_deliver_each_notification_once_and_a_peer_tells_of_a_de
             rows = cw.json("notifications")["deliveries"]
             return len(rows) == 8 and all(row["state"] == "delivered" for row in rows)
 
-        wait_for("eight failures, each delivered", settled, timeout=40)
+        wait_for("eight failures, each delivered", settled, timeout=90)
         assert sorted(delivered(receiver)) == sorted(("failed", f"bad-{index}") for index in range(8))
         ids = receiver.ids()
         assert len(ids) == len(set(ids)) == 8
 
         # A slow one-shot starts on one node; that node is killed mid-run, and its peer recovers the run.
         cw.json("add", "slow", "--target", "sh", "--action", "slow", "--at", soon(3))
-        wait_for("the slow run to start", lambda: cw.started.exists(), timeout=30)
+        wait_for("the slow run to start", lambda: cw.started.exists(), timeout=60)
         wait_for("a node to run it", lambda: shell_child(first) or shell_child(second), timeout=10)
         victim, peer = (first, second) if shell_child(first) else (second, first)
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
         cw.release.touch()  # the orphaned shell ends; its node is gone
 
-        wait_for("the peer to tell of the dead node", lambda: ("node_down", None) in delivered(receiver), 40)
-        wait_for("the interrupted run's failure", lambda: ("failed", "slow") in delivered(receiver), 20)
+        wait_for("the peer to tell of the dead node", lambda: ("node_down", None) in delivered(receiver), 90)
+        wait_for("the interrupted run's failure", lambda: ("failed", "slow") in delivered(receiver), 60)
         assert peer.poll() is None
 
     assert delivered(receiver).count(("node_down", None)) == 1

@@ -810,8 +810,12 @@ def tick(runtime: Runtime, as_json: bool) -> None:
     report = app.node.tick()
     if app.deliveries is not None:
         # What is due goes out before the process ends (semantic 38); what fails waits for a later tick
-        # or a serving node, with its backoff.
-        app.deliveries.drain()
+        # or a serving node, with its backoff. The pass itself went well: a store that fails now fails
+        # the delivery only, which waits in the outbox.
+        try:
+            app.deliveries.drain()
+        except StoreError as error:
+            say(_log, f"the notifications could not be delivered now: {error}", logging.WARNING)
     reply: Reply = {
         "ok": True,
         "fired": len(report.fired),
