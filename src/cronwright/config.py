@@ -145,6 +145,7 @@ class SourceConfig(_Strict):
     min_period: Duration | None = None
     max_lifetime: Duration | None = None
     max_mutations_per_minute: int | None = Field(default=None, ge=1)
+    approval: Literal["operator"] | None = None
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -271,6 +272,7 @@ class Config(_Strict):
             found.max_lifetime,
             found.tokens,
             max_mutations_per_minute=found.max_mutations_per_minute,
+            needs_approval=found.approval == "operator",
         )
 
 

@@ -204,7 +204,7 @@ def tend(job: Job, now: datetime, rules: Rules) -> Decision:
     """What a scheduling pass does to `job` at `now`: fire, skip, retry, expire, or nothing."""
     if job.state is State.RUNNING:
         return _tend_running(job, now, rules)
-    if job.state in (State.ACTIVE, State.PAUSED) and now >= job.ends_at:
+    if job.state in (State.ACTIVE, State.PAUSED, State.PENDING) and now >= job.ends_at:
         return _expire(job)
     if job.state is State.ACTIVE and job.next_run_at is not None and job.next_run_at <= now:
         problem = schedule_problem(job.schedule)
@@ -583,6 +583,12 @@ def _refuse_unless_active(job: Job, verb: str) -> None:
         raise JobTerminal(
             f"'{job.name}' is {state} and can no longer {verb}; update it with a lifetime "
             "to renew an expired job, or create a new one",
+            state=state,
+        )
+    if job.state is State.PENDING:
+        raise JobNotActive(
+            f"'{job.name}' is pending: it awaits an operator's approval (`approve`), and cannot {verb} "
+            "until then",
             state=state,
         )
     if job.state is not State.ACTIVE:

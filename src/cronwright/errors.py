@@ -82,6 +82,10 @@ class JobNotActive(_StateRefusal):
     code = "job_not_active"
 
 
+class JobNotPending(_StateRefusal):
+    code = "job_not_pending"
+
+
 class JobTerminal(_StateRefusal):
     code = "job_terminal"
 

@@ -13,6 +13,8 @@ from cronwright.timing.cron_set import CronSet
 
 
 class State(StrEnum):
+    # Waits for an operator's approve (semantic 37): never fires, counts against its source's quota.
+    PENDING = "pending"
     ACTIVE = "active"
     PAUSED = "paused"
     RUNNING = "running"
@@ -23,7 +25,7 @@ class State(StrEnum):
     @property
     def live(self) -> bool:
         """Live jobs can still fire; the default dedupe looks at these only."""
-        return self in (State.ACTIVE, State.PAUSED, State.RUNNING)
+        return self in (State.PENDING, State.ACTIVE, State.PAUSED, State.RUNNING)
 
 
 class Outcome(StrEnum):
@@ -218,8 +220,8 @@ class Job:
         """
         if self.state is State.ACTIVE:
             return min(t for t in (self.next_run_at, self.ends_at) if t is not None)
-        if self.state is State.PAUSED:
-            return self.ends_at
+        if self.state in (State.PAUSED, State.PENDING):
+            return self.ends_at  # it never fires, but it expires
         if self.state is State.RUNNING and self.in_flight is not None:
             times = [t for t in (self.in_flight.retry_at, self.next_run_at) if t is not None]
             return min(times) if times else None

@@ -50,6 +50,8 @@ ACTIONS: dict[str, Handler] = {
     "delete": Service.delete,
     "history": Service.history,
     "audit": Service.audit,
+    "approve": Service.approve,
+    "reject": Service.reject,
     "tick": Service.tick,
     "status": Service.status,
     "preview": Service.preview,

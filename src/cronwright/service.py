@@ -19,6 +19,7 @@ from cronwright.audit import AuditEntry, changes, entry_row
 from cronwright.errors import (
     ImmutableField,
     Invalid,
+    JobNotPending,
     JobRunning,
     LifetimeTooLong,
     NameTaken,
@@ -514,14 +515,15 @@ class Service:
                     else ("; names are shared by every source: choose another")
                 )
                 raise NameTaken(f"a job named '{name}' exists{yours}")
-            if dry:
-                return self._dry(engine.arm(job, now), source, adds=1)
             armed = engine.arm(job, now)
-            stored = self.store.insert(armed, self._entry(audit_as, request, source, None, armed))
-            if timetable.jitter_of(schedule) is not None:
+            made = _awaiting(armed, source)
+            if dry:
+                return self._dry(made, source, adds=1, armed=armed)
+            stored = self.store.insert(made, self._entry(audit_as, request, source, None, made))
+            if timetable.jitter_of(schedule) is not None and stored.state is not State.PENDING:
                 stored = self._jitter_with_id(stored, now)
         self.node.wake()
-        return {"job": self.row(stored), "persistence": self.store.persistence.value}
+        return _approval({"job": self.row(stored), "persistence": self.store.persistence.value}, stored)
 
     def _jitter_with_id(self, stored: Job, now: datetime) -> Job:
         """Arms a new job again now that the store gave it its id: a jitter offset is a function of the
@@ -555,10 +557,12 @@ class Service:
                 max_schedules=source.max_schedules,
             )
 
-    def _dry(self, job: Job, source: Source, adds: int) -> dict[str, Any]:
-        """A dry run's reply: what the request would leave, written nowhere (DESIGN, protocol)."""
+    def _dry(self, job: Job, source: Source, adds: int, armed: Job | None = None) -> dict[str, Any]:
+        """A dry run's reply: what the request would leave, written nowhere (DESIGN, protocol). A job
+        that would wait for approval shows the firings it would have once approved now (`armed`)."""
         used = self.store.count_live(source.name) + adds
-        return dryrun.reply(self.row(job), job, used, source.max_schedules, self.zone)
+        reply = dryrun.reply(self.row(job), armed or job, used, source.max_schedules, self.zone)
+        return _approval(reply, job)
 
     def _save(self, job: Job, entry: AuditEntry, notes: Sequence[Notification] = ()) -> dict[str, Any]:
         """Writes an operator's change, with its audit entry and the notifications of the transitions it
@@ -570,7 +574,8 @@ class Service:
             raise JobRunning(f"'{job.name}' changed while this request was handled; try again", state=state)
         self.node.wake()
         persistence = Persistence.DEGRADED if written is Write.KEPT else self.store.inner.persistence
-        return {"job": self.row(job.evolve(version=job.version + 1)), "persistence": persistence.value}
+        reply = {"job": self.row(job.evolve(version=job.version + 1)), "persistence": persistence.value}
+        return _approval(reply, job)
 
     def update(
         self, request: Mapping[str, Any], source: Source, *, audit_as: str = "update"
@@ -613,6 +618,10 @@ class Service:
             updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
         elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
             updated = updated.evolve(next_run_at=None)
+        armed = updated
+        if updated.schedule != job.schedule or updated.args != job.args or job.state is State.PENDING:
+            # A new timing or new args from a source that needs approval wait for it again (semantic 37).
+            updated = _awaiting(updated, source if job.state is not State.PENDING else _PENDING)
         if updated.evolve(updated_at=job.updated_at) == job:
             # Nothing changed (an unchanged seed at boot, say): nothing is written.
             if dry:
@@ -624,11 +633,42 @@ class Service:
             with self._create_lock, self.store.exclusive():
                 self._check_quota(source)
                 if dry:
-                    return self._dry(updated, source, adds=1)
+                    return self._dry(updated, source, adds=1, armed=armed)
                 return self._save(updated, self._entry(audit_as, request, source, job, updated))
         if dry:
-            return self._dry(updated, source, adds=0)
+            return self._dry(updated, source, adds=0, armed=armed)
         return self._save(updated, self._entry(audit_as, request, source, job, updated))
+
+    # --- approval (semantic 37) ----------------------------------------------------------------
+
+    def _pending(self, request: Mapping[str, Any], source: Source, verb: str) -> Job:
+        """The pending job an operator's approve or reject names."""
+        if not source.operator:
+            raise Invalid("action", f"'{verb}' is the operator's: a source cannot decide its own schedules")
+        job = self.job(request, source)
+        if job.state is not State.PENDING:
+            raise JobNotPending(
+                f"'{job.name}' is {job.state.value}, not pending: only a pending schedule can be {verb}d",
+                state=job.state.value,
+            )
+        return job
+
+    def approve(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """Arms a pending job from this moment: its first firing is its schedule's first after now."""
+        job = self._pending(request, source, "approve")
+        note = fields.text(request, "note", limit=500, required=False)
+        now = self.node.clock.now()
+        approved = engine.arm(job.evolve(state=State.ACTIVE, updated_at=now), now)
+        return self._save(approved, self._entry("approve", request, source, job, approved, note))
+
+    def reject(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """Deletes a pending job; the reply holds the row that went."""
+        job = self._pending(request, source, "reject")
+        note = fields.text(request, "note", limit=500, required=False)
+        entry = self._entry("reject", request, source, job, None, note)
+        gone, persistence = self.store.delete(job.id, entry)
+        self.node.wake()
+        return {"job": self.row(gone or job), "persistence": persistence.value}
 
     def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
@@ -704,6 +744,22 @@ class Service:
             )
         report = self.node.tick()
         return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}
+
+
+# Stands for whoever changes a job that is pending already: it stays pending, whatever changes.
+_PENDING = Source("", needs_approval=True)
+
+
+def _awaiting(job: Job, source: Source) -> Job:
+    """The job as a source that needs approval leaves it: pending, with no firing until approved."""
+    if not source.needs_approval or source.operator:
+        return job
+    return job.evolve(state=State.PENDING, next_run_at=None, paused_by=None)
+
+
+def _approval(reply: dict[str, Any], job: Job) -> dict[str, Any]:
+    """A reply about a job that waits for approval says so."""
+    return {**reply, "awaiting_approval": True} if job.state is State.PENDING else reply
 
 
 def _newest_first(run: Run) -> tuple[datetime, int]:

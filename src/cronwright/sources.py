@@ -20,6 +20,9 @@ class Source:
     token_sha256: tuple[str, ...] = ()
     operator: bool = False
     max_mutations_per_minute: int | None = None
+    # `approval = "operator"`: its new schedules, and changes of their timing or args, wait `pending`
+    # for an operator's approve (semantic 37).
+    needs_approval: bool = False
 
     def allows(self, target: str, action: str) -> bool:
         """Fail-closed: a source with no patterns may schedule nothing."""

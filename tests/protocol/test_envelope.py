@@ -15,8 +15,8 @@ from cronwright.sources import operator
 from .support import agent, create, refused, snapshot
 
 CONTRACT_ACTIONS = {
-    "create_job", "update", "get", "list", "pause", "resume", "run_now", "delete", "history", "audit", "tick",
-    "status", "preview", "targets", "notifications", "interface",
+    "create_job", "update", "get", "list", "pause", "resume", "run_now", "delete", "history", "audit",
+    "approve", "reject", "tick", "status", "preview", "targets", "notifications", "interface",
 }  # fmt: skip
 
 

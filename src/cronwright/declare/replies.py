@@ -144,6 +144,9 @@ class JobReply(Reply):
     job: JobRow | Unreadable
     persistence: Persistence | None = Field(None, description="How durably the change was stored.")
     deduped: bool | None = Field(None, description="True when a create found the schedule of its dedupe_key.")
+    awaiting_approval: bool | None = Field(
+        None, description="True when the schedule is pending: it waits for an operator's approve to fire."
+    )
     # A dry run (`dry_run: true` on create_job or update) writes nothing and says what would be.
     dry_run: bool | None = Field(None, description="True when nothing was written: a dry run's answer.")
     firings: list[str] | None = Field(None, description="A dry run's next five firings (ISO-8601).")
@@ -349,6 +352,8 @@ REPLIES: dict[str, type[Reply]] = {
     "delete": JobReply,
     "history": HistoryReply,
     "audit": AuditReply,
+    "approve": JobReply,
+    "reject": JobReply,
     "tick": TickReply,
     "status": StatusReply,
     "preview": PreviewReply,

@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from cronwright.declare.types import Flag, Labels, Name, Object, choice, one_or_more, text, texts, whole
 
-STATES = ("active", "paused", "running", "expired", "done", "failed")
+STATES = ("pending", "active", "paused", "running", "expired", "done", "failed")
 LIST_PAGE_MAX = 1000
 
 Text = Annotated[str, text()]
@@ -303,7 +303,7 @@ def _example(request: dict[str, Any]) -> ConfigDict:
     return ConfigDict(json_schema_extra=extra)
 
 
-BY_JOB = ("update", "get", "pause", "resume", "run_now", "delete")
+BY_JOB = ("update", "get", "pause", "resume", "run_now", "delete", "approve", "reject")
 
 
 class Request(Model):
@@ -414,6 +414,28 @@ class History(Request):
     model_config = _example({"action": "history", "name": "nightly-report", "limit": 10})
 
 
+Note = Annotated[
+    Annotated[str, text(500, blank=True)] | None,
+    Field(description="Why, in a few words (at most 500 characters): kept in the audit log."),
+]
+
+
+class Approve(ByJob):
+    """Approves a pending schedule (the operator only): it is armed from this moment."""
+
+    action: Literal["approve"]
+    note: Note = None
+    model_config = _example({"action": "approve", "name": "nightly-report", "note": "looks right"})
+
+
+class Reject(ByJob):
+    """Rejects a pending schedule (the operator only): it is deleted; the reply holds the row that went."""
+
+    action: Literal["reject"]
+    note: Note = None
+    model_config = _example({"action": "reject", "name": "nightly-report", "note": "too often"})
+
+
 class Audit(Request):
     """Who changed what, newest first: the audit entries the source may read (its own, and those about its
     own schedules; the operator reads all), of one schedule or one source if asked."""
@@ -508,6 +530,8 @@ MODELS: dict[str, type[Request]] = {
     "delete": Delete,
     "history": History,
     "audit": Audit,
+    "approve": Approve,
+    "reject": Reject,
     "tick": Tick,
     "status": Status,
     "preview": Preview,
@@ -527,6 +551,8 @@ AnyRequest = Annotated[
     | Delete
     | History
     | Audit
+    | Approve
+    | Reject
     | Tick
     | Status
     | Preview

@@ -646,6 +646,8 @@ def say_job(verb: str) -> Callable[[Reply], None]:
         kept = f" [{persistence}]" if persistence and persistence != "persisted" else ""
         click.echo(f"{verb} {job['name']}{note}{kept}: {job['state']}, next {job['next_run_at'] or '-'}, "
                    f"ends {job['ends_at']}")  # fmt: skip
+        if reply.get("awaiting_approval"):
+            click.echo(f"it awaits an operator's approval: cronwright approve {shlex.quote(job['name'])}")
 
     return human
 
@@ -730,6 +732,27 @@ def _simple(verb: str, action: str, doc: str) -> None:
 _simple("remove", "delete", "Removes a schedule; a run in flight finishes, and reaches the history.")
 _simple("pause", "pause", "Pauses an active schedule.")
 _simple("resume", "resume", "Resumes a paused schedule; the misfire policy applies to what it missed.")
+
+
+def _decide(verb: str, past: str, doc: str) -> None:
+    """approve and reject: the operator's decision on a pending schedule (semantic 37)."""
+
+    @cli.command(verb, help=doc)
+    @click.argument("name")
+    @click.option("--note", metavar="TEXT", help="Why, in a few words: kept in the audit log.")
+    @json_option
+    @pass_runtime
+    def command(runtime: Runtime, name: str, note: str | None, as_json: bool) -> None:
+        reply = runtime.call(verb, name=name, note=note)
+        finish(changed(runtime, reply), as_json, say_job(past))
+
+
+_decide(
+    "approve", "approved", "Approves a pending schedule: it is armed from now on, and fires by its schedule."
+)
+_decide(
+    "reject", "rejected", "Rejects a pending schedule: it is deleted, and the audit log keeps the decision."
+)
 
 
 @cli.command("run-now")

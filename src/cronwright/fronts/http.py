@@ -66,6 +66,7 @@ STATUS = {
     "job_running": 409,
     "job_not_paused": 409,
     "job_not_active": 409,
+    "job_not_pending": 409,
     "job_terminal": 409,
     "message_too_large": 413,
     "at_max_concurrency": 429,

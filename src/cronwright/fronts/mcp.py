@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 from cronwright.declare import replies
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
+    Approve,
     Audit,
     Changes,
     CreateJob,
@@ -76,6 +77,8 @@ TOOL_OF = {
     "run_now": "schedules_run_now",
     "history": "schedules_history",
     "audit": "schedules_audit",
+    "approve": "schedules_approve",
+    "reject": "schedules_reject",
     "preview": "schedules_preview",
     "targets": "schedules_targets",
     "notifications": "schedules_notifications",
@@ -156,6 +159,21 @@ def _change(destructive: bool, idempotent: bool, world: bool = False) -> ToolAnn
     return ToolAnnotations(
         read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=world
     )
+
+
+def _operator_specs() -> list[ToolSpec]:
+    """The tools only an operator-level session has: deciding pending schedules (semantic 37)."""
+    decide = _change(destructive=False, idempotent=False)
+    return [
+        ToolSpec("schedules_approve", "Approve a pending schedule", inspect.cleandoc("""
+            Approve a pending schedule (one a source that needs approval created or changed): it is armed
+            from this moment and fires by its schedule. The note goes to the audit log."""), decide,
+            _arguments("schedules_approve", **_fields(Approve)), "approve", replies.JobReply),
+        ToolSpec("schedules_reject", "Reject a pending schedule", inspect.cleandoc("""
+            Reject a pending schedule: it is deleted, and the audit log keeps the decision and the note."""),
+            _change(destructive=True, idempotent=False), _arguments("schedules_reject", **_fields(Approve)),
+            "reject", replies.JobReply),
+    ]  # fmt: skip
 
 
 def _specs() -> list[ToolSpec]:
@@ -248,9 +266,13 @@ class _Arguments(ArgModelBase):
         return {"arguments": dict(self.__pydantic_extra__ or {})}
 
 
-def build_server(protocol: Protocol, source_of: SourceOf, on_change: OnChange | None = None) -> MCPServer:
-    """An MCP server whose tools call `protocol` as the source `source_of` picks for each call."""
-    tools = [_tool(spec, _Call(spec, protocol, source_of, on_change)) for spec in _specs()]
+def build_server(
+    protocol: Protocol, source_of: SourceOf, on_change: OnChange | None = None, *, operator: bool = False
+) -> MCPServer:
+    """An MCP server whose tools call `protocol` as the source `source_of` picks for each call. An
+    `operator` session (stdio, as the local operator) also has schedules_approve and schedules_reject."""
+    specs = [*_specs(), *(_operator_specs() if operator else [])]
+    tools = [_tool(spec, _Call(spec, protocol, source_of, on_change)) for spec in specs]
     return MCPServer(
         "cronwright", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING", tools=tools
     )
@@ -372,6 +394,12 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         )
         if reply.get("deduped"):
             said += "; the schedule of this dedupe_key, which was there already"
+        if reply.get("awaiting_approval"):
+            said += (
+                ". It awaits an operator's approval: it is pending and fires nothing until an operator "
+                "approves it (which arms it from that moment) or rejects it (which deletes it); it counts "
+                "against your max_schedules meanwhile, and schedules_get or schedules_audit show the decision"
+            )
         if reply.get("handed_to"):
             said += f"; serving node {reply['handed_to']} runs it: schedules_history shows its outcome"
         if "runs" in reply:
@@ -433,7 +461,7 @@ def serve_stdio(protocol: Protocol, node: Node, source: Source, on_change: OnCha
         if on_change is not None:
             on_change(action)
 
-    build_server(protocol, lambda request: source, changed).run("stdio")
+    build_server(protocol, lambda request: source, changed, operator=source.operator).run("stdio")
 
 
 def keep_runs(node: Node) -> None:

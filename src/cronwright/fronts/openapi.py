@@ -31,7 +31,7 @@ REFUSALS = {
     "lifetime_too_long.",
     "404": "No such job that this source may see (not_found).",
     "409": "The job's state forbids it: name_taken, job_running, job_not_paused, job_not_active, "
-    "job_terminal.",
+    "job_not_pending, job_terminal.",
     "413": "The body is over max_message_bytes (message_too_large); it was not parsed.",
     "429": "The node is at max_concurrency (at_max_concurrency), or the source made more changes than "
     "its max_mutations_per_minute (rate_limited, with retry_after and a Retry-After header).",
