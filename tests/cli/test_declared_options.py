@@ -89,9 +89,9 @@ def test_the_real_binary_refuses_an_out_of_range_value_naming_the_flag_and_the_r
     assert refused.rc == 2
     assert "--max-attempts" in refused.stderr and "1<=x<=100" in refused.stderr, refused.stderr
     wrong = cw.run("list", "--state", "runing")
-    assert wrong.rc == 2 and "'runing' is not one of 'active', 'paused', 'running'" in wrong.stderr, (
-        wrong.stderr
-    )
+    assert (
+        wrong.rc == 2 and "'runing' is not one of 'pending', 'active', 'paused', 'running'" in wrong.stderr
+    ), wrong.stderr
     assert cw.run("list", "--json").rc == 0
 
 
