@@ -24,6 +24,7 @@ from cronwright.model import (
     Misfire,
     Occurrence,
     Outcome,
+    Overlap,
     PausedBy,
     Result,
     Run,
@@ -206,6 +207,8 @@ def tend(job: Job, now: datetime, rules: Rules) -> Decision:
         return _tend_running(job, now, rules)
     if job.state in (State.ACTIVE, State.PAUSED, State.PENDING) and now >= job.ends_at:
         return _expire(job)
+    if job.state is State.ACTIVE and job.buffered_for is not None:
+        return _start_buffered(job, now, rules)
     if job.state is State.ACTIVE and job.next_run_at is not None and job.next_run_at <= now:
         problem = schedule_problem(job.schedule)
         if problem is not None:
@@ -226,7 +229,9 @@ def _corrupt(job: Job, problem: str) -> Decision:
 
 
 def _expire(job: Job) -> Decision:
-    expired = job.evolve(state=State.EXPIRED, next_run_at=None, paused_by=None)
+    expired = job.evolve(
+        state=State.EXPIRED, next_run_at=None, paused_by=None, buffered_for=None, buffered_nominal=None
+    )
     event = _event(EventKind.JOB_EXPIRED, job, ends_at=job.ends_at)
     return Decision(expired, events=(event,), alerts=(detect.expired(job, job.ends_at),))
 
@@ -390,6 +395,15 @@ def _retry(job: Job, flight: InFlight, now: datetime, rules: Rules) -> Decision:
     return Decision(running, fire=_occurrence(running, attempt, now))
 
 
+def _start_buffered(job: Job, now: datetime, rules: Rules) -> Decision:
+    """The occurrence that waited for the one before it (overlap buffer_one) starts now, however long it
+    waited: it is the one the policy kept, not a late firing (semantic 34)."""
+    waited = job.buffered_for
+    assert waited is not None
+    started = job.evolve(buffered_for=None, buffered_nominal=None)
+    return claim(started, waited, now, rules, nominal=job.buffered_nominal)
+
+
 def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     due = job.next_run_at
     assert due is not None
@@ -398,10 +412,25 @@ def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     latest, total, after = _come_due(job, now)
     excluded = _excluded_among(job, latest, rules)  # those would not have fired anyway
     overlapped = total - excluded
+    events = []
+    buffer = (
+        job.overlap is Overlap.BUFFER_ONE
+        and job.buffered_for is None
+        and overlapped
+        and rules.exclusion(job.schedule, latest) is None
+    )
+    if buffer:
+        # buffer_one keeps the latest due occurrence waiting; the others (a catch-up's earlier ones, or
+        # any that come due while one already waits) are dropped as with skip.
+        overlapped -= 1
+        at = _fires(job, latest)
+        job = job.evolve(
+            buffered_for=at, buffered_nominal=None if at == latest else latest, buffered=job.buffered + 1
+        )
+        events.append(_event(EventKind.JOB_BUFFERED, job, due=at))
     skipped = _armed_at(job, after).evolve(
         skipped_overlap=job.skipped_overlap + overlapped, skipped_calendar=job.skipped_calendar + excluded
     )
-    events = []
     if overlapped:
         events.append(_event(EventKind.JOB_SKIPPED, job, reason="overlap", count=overlapped, due=due))
     if excluded:

@@ -19,6 +19,7 @@ class EventKind(StrEnum):
     JOB_RUN_FAILED = "job_run_failed"
     JOB_BREAKER_PAUSED = "job_breaker_paused"
     JOB_SKIPPED = "job_skipped"
+    JOB_BUFFERED = "job_buffered"  # an occurrence waits for the running one (overlap buffer_one)
     JOB_EXPIRED = "job_expired"
     JOB_PERSISTENCE_FAILED = "job_persistence_failed"
     JOB_PERSISTENCE_RECOVERED = "job_persistence_recovered"

@@ -47,6 +47,15 @@ class Misfire(StrEnum):
     COALESCE = "coalesce"
 
 
+class Overlap(StrEnum):
+    """What a firing does while the job's previous occurrence is still in flight (semantic 34)."""
+
+    SKIP = "skip"  # it is skipped, and counted in skipped.overlap
+    BUFFER_ONE = "buffer_one"  # at most one waits, and starts when the running one ends
+    ALLOW = "allow"  # not in this release: refused at create
+    REPLACE = "replace"  # not in this release: refused at create
+
+
 class PausedBy(StrEnum):
     """Who paused a job. A source can pause only its own jobs, so `source` names the job's `created_by`."""
 
@@ -175,6 +184,12 @@ class Job:
     skipped_overlap: int = 0
     skipped_misfire: int = 0
     skipped_calendar: int = 0
+    overlap: Overlap = Overlap.SKIP
+    # buffer_one: the occurrence waiting for the running one to end (due at `buffered_for`, jitter
+    # included; `buffered_nominal` its timetable instant, None when the same), and how many have waited.
+    buffered_for: datetime | None = None
+    buffered_nominal: datetime | None = None
+    buffered: int = 0
     misfire: Misfire = Misfire.SKIP
     max_attempts: int = 1
     retry_backoff_ms: int = 1000
@@ -219,7 +234,7 @@ class Job:
         jobs that are not due.
         """
         if self.state is State.ACTIVE:
-            return min(t for t in (self.next_run_at, self.ends_at) if t is not None)
+            return min(t for t in (self.next_run_at, self.ends_at, self.buffered_for) if t is not None)
         if self.state in (State.PAUSED, State.PENDING):
             return self.ends_at  # it never fires, but it expires
         if self.state is State.RUNNING and self.in_flight is not None:

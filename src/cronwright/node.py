@@ -543,10 +543,15 @@ class Node:
         report = self.run_pass()  # its first beat announces the node, as boot's does
         while self._running:
             self._await_a_run()
-            more = self.run_pass()  # records what finished, and claims the freed slots
-            report.fired += more.fired
-            report.skipped += more.skipped
-            report.recovered += more.recovered
+            passes = [self.run_pass()]  # records what finished, and claims the freed slots
+            if not self._running:
+                # What was just recorded may have left an occurrence waiting for it (overlap
+                # buffer_one), due now: this tick starts it rather than leaving it to the next.
+                passes.append(self.run_pass())
+            for more in passes:
+                report.fired += more.fired
+                report.skipped += more.skipped
+                report.recovered += more.recovered
         return report
 
     # --- operator actions that need the node --------------------------------------------------

@@ -68,6 +68,10 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
             "calendar": job.skipped_calendar,
         },
         "misfire": job.misfire.value,
+        "overlap": job.overlap.value,
+        # buffer_one: how many occurrences waited for a running one, and the one that waits now.
+        "buffered": job.buffered,
+        "buffered_for": _iso(job.buffered_for, zone),
         "max_attempts": job.max_attempts,
         "retry_backoff_ms": job.retry_backoff_ms,
         "breaker_threshold": job.breaker_threshold,

@@ -35,6 +35,7 @@ from cronwright.model import (
     EverySchedule,
     Job,
     Misfire,
+    Overlap,
     PausedBy,
     Persistence,
     Run,
@@ -57,10 +58,10 @@ from cronwright.timing.zones import zone
 
 JOB_FIELDS = {
     "name", "target", "action", "args", "schedule", "run_at", "lifetime", "misfire", "max_attempts",
-    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin",
+    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin", "overlap",
 }  # fmt: skip
 MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_attempts", "retry_backoff_ms",
-           "breaker_threshold"}  # fmt: skip
+           "breaker_threshold", "overlap"}  # fmt: skip
 IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
 SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at", "jitter", "exclude"}
 MAX_ARGS_BYTES = 16_384
@@ -432,6 +433,24 @@ class Service:
         self.allowlist.check(target, action, args)
         return args
 
+    def _overlap(self, data: Mapping[str, Any], base: Job | None) -> Overlap:
+        """The overlap policy (semantic 34). `allow` and `replace` are refused here, plainly, rather than
+        half-built: this release runs one occurrence of a job at a time."""
+        name = fields.text(data, "overlap", required=False)
+        if not name:
+            return base.overlap if base else Overlap.SKIP
+        try:
+            overlap = Overlap(name)
+        except ValueError:
+            raise Invalid("overlap", f"'overlap' must be 'skip' or 'buffer_one', not {name[:50]!r}") from None
+        if overlap in (Overlap.ALLOW, Overlap.REPLACE):
+            raise Invalid(
+                "overlap",
+                f"overlap '{overlap.value}' is not in this release: a job runs one occurrence at a time; "
+                "use 'skip' (the default) or 'buffer_one' (one occurrence waits for the running one)",
+            )
+        return overlap
+
     def _knobs(self, data: Mapping[str, Any], base: Job | None) -> dict[str, Any]:
         misfire_name = fields.text(data, "misfire", required=False)
         try:
@@ -442,6 +461,7 @@ class Service:
             ) from None
         return {
             "misfire": misfire,
+            "overlap": self._overlap(data, base),
             "max_attempts": fields.integer(data, "max_attempts", 1, 100, base.max_attempts if base else 1),
             "retry_backoff_ms": fields.integer(
                 data, "retry_backoff_ms", 0, 86_400_000, base.retry_backoff_ms if base else 1000

@@ -55,6 +55,11 @@ class MetricsSink:
             self.run_seconds.labels(outcome=outcome.value)
         for reason in SKIP_REASONS:
             self.skips.labels(reason=reason)
+        self.buffered = Counter(
+            "cronwright_buffered",
+            "Occurrences that waited for the one in flight (overlap buffer_one).",
+            registry=registry,
+        )
         self.breaker_pauses = Counter(
             "cronwright_breaker_pauses", "Jobs paused by the failure breaker.", registry=registry
         )
@@ -77,6 +82,8 @@ class MetricsSink:
             self.skips.labels(reason=str(event.fields.get("reason", "unknown"))).inc(
                 count if isinstance(count, int) else 1
             )
+        elif event.kind is EventKind.JOB_BUFFERED:
+            self.buffered.inc()
         elif event.kind is EventKind.JOB_BREAKER_PAUSED:
             self.breaker_pauses.inc()
         elif event.kind is EventKind.JOB_EXPIRED:

@@ -5,9 +5,11 @@ Instants are written in Berlin time, the node zone, with their offset.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
-from .blackbox import Cronwright, needs_faketime, utc
+from .blackbox import TIMEOUT, Cronwright, needs_faketime, utc, wait_for
 
 pytestmark = needs_faketime
 
@@ -101,3 +103,42 @@ def test_a_holiday_is_skipped_and_counted_and_preview_marks_it(cw: Cronwright) -
         "add", "x", "--target", "sh", "--action", "log", "--cron", "0 9 * * *", "--exclude", "nope"
     )
     assert refused.rc == 1 and "unknown_calendar" in refused.stderr
+
+
+def test_buffer_one_runs_the_buffered_occurrence_once(tmp_path: Path) -> None:
+    # Leases long enough that the second process, started a minute later on its own faked clock, never
+    # takes the first one's live run for dead.
+    cw = Cronwright(tmp_path, lease_beat="1m", lease_ttl="10m")
+    cw.add(
+        "long",
+        "--cron",
+        "* * * * *",
+        "--overlap",
+        "buffer_one",
+        action="slow",
+        at="2026-10-25T01:00:30+02:00",
+    )
+    # Each process's faked clock runs on from where it starts: the first starts late in 01:01's grace, so
+    # that its clock has passed 01:02 when its run ends, as a real clock would have.
+    first = cw.popen("tick", "--json", at="2026-10-25T01:01:57+02:00")
+    try:
+        wait_for("the first run to start", cw.started.exists)
+        second = cw.tick(at="2026-10-25T01:02:03+02:00")  # 01:02 comes due while 01:01 runs: it waits
+        assert second["fired"] == 0
+        waiting = cw.show("long", at="2026-10-25T01:02:10+02:00")["job"]
+        assert (waiting["buffered"], waiting["buffered_for"]) == (1, "2026-10-25T01:02:00+02:00")
+        cw.release.touch()
+        out, err = first.communicate(timeout=TIMEOUT)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert first.returncode == 0, err
+    assert json.loads(out)["fired"] == 2  # its own, then the one that waited
+    runs = cw.json("history", "long", at="2026-10-25T01:03:30+02:00")["runs"]
+    assert sorted(run["scheduled_for"] for run in runs) == [
+        "2026-10-25T01:01:00+02:00",
+        "2026-10-25T01:02:00+02:00",
+    ]
+    assert len(cw.fires()) == 2
+    assert cw.tick(at="2026-10-25T01:02:40+02:00")["fired"] == 0  # nothing waits any more

@@ -76,6 +76,9 @@ class JobRow(Row):
     consecutive_failures: int
     skipped: Skipped
     misfire: model.Misfire
+    overlap: model.Overlap = model.Overlap.SKIP
+    buffered: int = Field(0, description="Occurrences that waited for a running one (buffer_one).")
+    buffered_for: str | None = Field(None, description="The occurrence waiting now, if any. " + ISO)
     max_attempts: int
     retry_backoff_ms: int
     breaker_threshold: int

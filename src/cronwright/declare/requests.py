@@ -213,6 +213,14 @@ RetryBackoff = Annotated[
     Annotated[int, whole(0, 86_400_000)] | None,
     Field(description="Milliseconds before the first retry; it doubles at each retry (default 1000)."),
 ]
+Overlap = Annotated[
+    Annotated[str, choice("skip", "buffer_one", "allow", "replace")] | None,
+    Field(
+        description="A firing while the previous occurrence still runs: skip (the default: counted in "
+        "skipped.overlap) or buffer_one (one waits, and starts when the running one ends). allow and "
+        "replace are refused in this release."
+    ),
+]
 Breaker = Annotated[
     Annotated[int, whole(0, 1000)] | None,
     Field(description="Failed occurrences in a row that pause the schedule (default 3; 0 never pauses)."),
@@ -235,6 +243,7 @@ class JobSpec(Model):
     max_attempts: MaxAttempts = None
     retry_backoff_ms: RetryBackoff = None
     breaker_threshold: Breaker = None
+    overlap: Overlap = None
     dedupe_key: Annotated[
         Text | None,
         Field(
@@ -270,6 +279,7 @@ class Changes(Model):
     max_attempts: MaxAttempts = None
     retry_backoff_ms: RetryBackoff = None
     breaker_threshold: Breaker = None
+    overlap: Overlap = None
 
 
 # --- requests -------------------------------------------------------------------------------------------

@@ -264,6 +264,7 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
     def human(reply: Reply) -> None:
         job = reply["job"]
         last = job["last_run"] or {}
+        waits = f" ({job['buffered_for']} waits)" if job.get("buffered_for") else ""
         render.details(
             [
                 ("name", f"{job['name']} (id {job['id']})"),
@@ -276,7 +277,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 ("failures", f"{job['consecutive_failures']} in a row (breaker: {job['breaker_threshold']})"),
                 ("skipped", f"{job['skipped']['overlap']} overlap, {job['skipped']['misfire']} misfire, "
                             f"{job['skipped'].get('calendar', 0)} calendar"),
-                ("policy", f"misfire {job['misfire']}, {job['max_attempts']} attempts, "
+                ("policy", f"misfire {job['misfire']}, overlap {job.get('overlap', 'skip')}{waits}, "
+                           f"{job['max_attempts']} attempts, "
                            f"backoff {job['retry_backoff_ms']}ms"),
                 ("dedupe", f"{job['dedupe_key'] or '-'}{' (once)' if job['once'] else ''}"),
                 ("created", f"{job['created_at']} by {job['created_by']}"),
@@ -550,6 +552,7 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
         declared(JobSpec, "lifetime", metavar="DUR|ISO"),
         declared(JobSpec, "misfire"),
+        declared(JobSpec, "overlap"),
         declared(JobSpec, "max_attempts"),
         # The protocol's retry_backoff_ms in milliseconds; the CLI takes a duration (2s, 500ms).
         click.option("--retry-backoff", metavar="DUR", help="The first retry's delay; it doubles each time."),
@@ -576,6 +579,7 @@ def job_fields(
     jitter: str | None,
     lifetime: str | None,
     misfire: str | None,
+    overlap: str | None,
     max_attempts: int | None,
     retry_backoff: str | None,
     breaker_threshold: int | None,
@@ -618,6 +622,7 @@ def job_fields(
     optional = {
         "lifetime": lifetime,
         "misfire": misfire,
+        "overlap": overlap,
         "max_attempts": max_attempts,
         "breaker_threshold": breaker_threshold,
     }
