@@ -28,7 +28,7 @@ from cronwright.store.memory import MemoryStore
 # The `live` fixture (a real HTTP server) for tests/http and tests/mcp, which have no conftest of their own:
 # without an __init__.py there (a package named `http` or `mcp` would shadow the stdlib and the SDK), a
 # second conftest.py would take this module's name.
-pytest_plugins = ["serving"]
+pytest_plugins = ["serving", "dashboard_site"]
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

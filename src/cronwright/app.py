@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
 from cronwright.allowlist import Allowlist
 from cronwright.calendars import from_config
+from cronwright.changes import Changes
 from cronwright.clock import Clock, SystemClock
 from cronwright.config import Config
 from cronwright.events import EventSink, FanOut
@@ -37,6 +39,8 @@ class App:
     metrics: CollectorRegistry
     # Delivers the outbox (semantic 38): `serve` starts its thread, `tick` drains it before exiting.
     deliveries: DeliveryLoop | None = None
+    # Told of every change a reader may show (the dashboard's live updates).
+    changes: Changes = field(default_factory=Changes)
 
     def close(self) -> None:
         self.node.stop()
@@ -61,7 +65,8 @@ def build(
     process with no scheduling loop, which hands its run_now to a serving node (semantic 28)."""
     settings = config.node
     metrics = CollectorRegistry()
-    events = FanOut([LogSink(), MetricsSink(metrics), *sinks])
+    changes = Changes()
+    events = FanOut([LogSink(), MetricsSink(metrics), changes, *sinks])
     clock = clock or SystemClock()
     node = Node(
         store or open_store(config.store_url, settings.run_history),
@@ -84,15 +89,25 @@ def build(
     )
     limits = Limits(settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace)
     service = Service(node, allowlist, limits)
-    app = App(config, node, service, Protocol(service, settings.max_message_bytes), metrics)
+    app = App(config, node, service, Protocol(service, settings.max_message_bytes), metrics, changes=changes)
+    # The node calls on_notes when woken (a mutation, SIGUSR1, a NOTIFY) and when it wrote notifications.
+    node.on_notes = changes.changed
     if config.notify:
         channels = channels_of(config, secrets or Secrets.from_config(config))
         deliverer = Deliverer(node.store, channels, node.id, clock, settings.tz)
         app.deliveries = DeliveryLoop(deliverer, node.store, clock)
-        node.on_notes = app.deliveries.wake
+        node.on_notes = _both(app.deliveries.wake, changes.changed)
     if seed:
         upsert_seeds(service, config.seed)
     return app
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def operator_source() -> Source:

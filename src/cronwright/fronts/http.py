@@ -1,9 +1,11 @@
 """The HTTP API: an ASGI app over the protocol, for `cronwright serve`.
 
 Routes: `POST /v1/call` (the protocol), `GET /v1/jobs`, `/v1/jobs/{name}`, `/v1/runs` and `/v1/status`
-(reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, and MCP over streamable HTTP at
-`/mcp`. Every route but `/healthz` needs `Authorization: Bearer <token>`: the token picks the configured
-source, and a missing or unknown one gets 401 with no detail.
+(reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, MCP over streamable HTTP at
+`/mcp`, and the dashboard at `/ui/` (fronts/ui). Every route but `/healthz` and the dashboard needs
+`Authorization: Bearer <token>`: the token picks the configured source, and a missing or unknown one gets
+401 with no detail. The dashboard has its own sessions, started by the same tokens (or the operator's
+one-time link).
 
 Every reply is the protocol's JSON. A refusal keeps its shape (`ok: false`, `error`, `message`, ...) and
 gets the status `STATUS` gives its code: 400 for a malformed request, 403 for what the source may not do,
@@ -23,7 +25,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from email.utils import formatdate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -36,7 +38,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cronwright.app import App
@@ -47,8 +49,13 @@ from cronwright.metrics import NodeGauges
 from cronwright.notify.gauges import AlertGauges
 from cronwright.sources import Source
 
+if TYPE_CHECKING:
+    from cronwright.fronts.ui.links import Links
+
 SOURCE_KEY = "cronwright.source"
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({"/healthz", "/ui"})  # /ui: the router redirects it to /ui/
+# The dashboard checks its own sessions (fronts/ui/site.py), which a bearer token or a link starts.
+OPEN_PREFIXES = ("/ui/",)
 
 STATUS = {
     "invalid_json": 400,
@@ -127,7 +134,8 @@ class BearerAuth:
         self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         source = self.tokens.source(Headers(scope=scope).get("authorization"))
@@ -214,10 +222,17 @@ class _Api:
         return JSONResponse(document())
 
 
-def create_app(app: App, sources: Sequence[Source] | None = None, host: str = "127.0.0.1") -> ASGIApp:
-    """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen."""
+def create_app(
+    app: App, sources: Sequence[Source] | None = None, host: str = "127.0.0.1", links: Links | None = None
+) -> ASGIApp:
+    """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen;
+    `links` checks the operator's one-time dashboard links (serve publishes its key)."""
     if sources is None:
         sources = [app.config.source(name) for name in app.config.sources]
+    from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
+
+    tokens = Tokens(sources)
+    dashboard, _ = create_ui(app, tokens.source, links)
     api = _Api(app)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
@@ -245,11 +260,12 @@ def create_app(app: App, sources: Sequence[Source] | None = None, host: str = "1
             # POST only: a stateless server has no session to end (DELETE) and no stream of its own to
             # offer (GET), and the MCP specification lets it answer both 405, as the route then does.
             Route("/mcp", _TypedAnswers(StreamableHTTPASGIApp(manager), api.limit), methods=["POST"]),
+            Mount("/ui", dashboard),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
-    return BearerAuth(starlette, Tokens(sources))
+    return BearerAuth(starlette, tokens)
 
 
 _JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)

@@ -1,0 +1,55 @@
+"""The templates: jinja2 with autoescape on for every template, so any text a row holds (a name, a note,
+args, a run's output) is shown as text, never as markup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from cronwright.declare.requests import MODELS
+from cronwright.fronts import render
+from cronwright.fronts.ui.context import session
+
+HERE = Path(__file__).parent
+
+_environment = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
+_environment.filters["schedule_text"] = render.schedule_text
+_environment.filters["firing_text"] = render.firing_text
+_environment.filters["as_json"] = lambda value: json.dumps(
+    value, indent=1, sort_keys=True, ensure_ascii=False
+)[:20000]
+templates = Jinja2Templates(env=_environment)
+
+# Which verbs take a note: those whose protocol request declares one.
+NOTES = {verb: "note" in MODELS[verb].model_fields for verb in ("pause", "resume", "approve", "reject")}
+
+# The pages in the nav, in its order: (route name, label, operator only).
+NAV = (
+    ("schedules", "Schedules", False),
+    ("timeline", "Timeline", False),
+    ("history", "History", False),
+    ("notifications", "Notifications", False),
+    ("approvals", "Approvals", True),
+    ("nodes", "Nodes", True),
+)
+
+
+def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """`template` rendered for the logged-in caller, with the nav, the caller and their CSRF token."""
+    current = session(request)
+    nav = [(name, label) for name, label, operator in NAV if current.source.operator or not operator]
+    context = {"nav": nav, "caller": current.source, "csrf": current.csrf, "notes": NOTES, **context}
+    return templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def bare(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """`template` for a caller not logged in (the login pages)."""
+    return templates.TemplateResponse(
+        request, template, {"nav": [], "caller": None, "csrf": "", **context}, status_code=status_code
+    )
