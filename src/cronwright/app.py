@@ -87,7 +87,9 @@ def build(
         short_lived=short_lived,
         alerting=Alerting(rules_of(config), settings.tz),
     )
-    limits = Limits(settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace)
+    limits = Limits(
+        settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace, settings.run_history
+    )
     service = Service(node, allowlist, limits)
     app = App(config, node, service, Protocol(service, settings.max_message_bytes), metrics, changes=changes)
     # The node calls on_notes when woken (a mutation, SIGUSR1, a NOTIFY) and when it wrote notifications.

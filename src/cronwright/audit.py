@@ -43,6 +43,11 @@ class AuditEntry:
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     id: int | None = None  # the store's sequence number, None until written
 
+    def with_change(self, name: str, before: Any, after: Any) -> AuditEntry:
+        """The entry with one more field in `changes` (what a row diff does not show, such as the
+        occurrences a backfill queued)."""
+        return replace(self, changes={**self.changes, name: (before, after)})
+
     def of_job(self, job_id: int) -> AuditEntry:
         """The entry for the job once the store gave it its id (an insert's)."""
         return replace(self, job_id=job_id)

@@ -214,7 +214,18 @@ def tend(job: Job, now: datetime, rules: Rules) -> Decision:
         if problem is not None:
             return _corrupt(job, problem)
         return _due(job, now, rules)
+    if job.state is State.ACTIVE and job.backfill:
+        return _start_backfill(job, now, rules)
     return Decision(job)
+
+
+def _start_backfill(job: Job, now: datetime, rules: Rules) -> Decision:
+    """The oldest queued backfill occurrence starts now (semantic 35): one at a time, each with its own
+    fire_id, due at its timetable instant with its jitter, however long ago that was. A pass reaches
+    this only when no occurrence of the timetable is due, so the timetable's own come first."""
+    nominal, rest = job.backfill[0], job.backfill[1:]
+    started = job.evolve(backfill=rest, backfilled=job.backfilled + 1)
+    return claim(started, fires_at(job.id, job.schedule, nominal), now, rules, nominal=nominal)
 
 
 def _corrupt(job: Job, problem: str) -> Decision:
@@ -230,7 +241,12 @@ def _corrupt(job: Job, problem: str) -> Decision:
 
 def _expire(job: Job) -> Decision:
     expired = job.evolve(
-        state=State.EXPIRED, next_run_at=None, paused_by=None, buffered_for=None, buffered_nominal=None
+        state=State.EXPIRED,
+        next_run_at=None,
+        paused_by=None,
+        buffered_for=None,
+        buffered_nominal=None,
+        backfill=(),  # a backfill never fires at or after the end either
     )
     event = _event(EventKind.JOB_EXPIRED, job, ends_at=job.ends_at)
     return Decision(expired, events=(event,), alerts=(detect.expired(job, job.ends_at),))
@@ -349,6 +365,10 @@ def claim(
     sequence = job.occurrences + 1
     fire_id = f"{job.id}-{sequence}"
     kept = None if nominal is None or nominal == scheduled_for else nominal
+    if job.backfill and not manual:
+        # An occurrence that a backfill queued and the timetable now fires itself runs once: this once.
+        started = scheduled_for if nominal is None else nominal
+        job = job.evolve(backfill=tuple(t for t in job.backfill if t != started))
     flight = InFlight(
         fire_id, scheduled_for, attempt=1, started_at=now, node=rules.node, manual=manual, nominal=kept
     )

@@ -190,6 +190,12 @@ class Job:
     buffered_for: datetime | None = None
     buffered_nominal: datetime | None = None
     buffered: int = 0
+    # Backfill (semantic 35): the nominal instants queued to run, oldest first; the ranges earlier
+    # backfills covered (every occurrence in them started, was queued, or was left out for good), so a
+    # repeated backfill queues nothing twice; and how many backfilled occurrences have started.
+    backfill: tuple[datetime, ...] = ()
+    backfill_covered: tuple[tuple[datetime, datetime], ...] = ()
+    backfilled: int = 0
     misfire: Misfire = Misfire.SKIP
     max_attempts: int = 1
     retry_backoff_ms: int = 1000
@@ -234,7 +240,8 @@ class Job:
         jobs that are not due.
         """
         if self.state is State.ACTIVE:
-            return min(t for t in (self.next_run_at, self.ends_at, self.buffered_for) if t is not None)
+            head = self.backfill[0] if self.backfill else None  # in the past: due at once
+            return min(t for t in (self.next_run_at, self.ends_at, self.buffered_for, head) if t is not None)
         if self.state in (State.PAUSED, State.PENDING):
             return self.ends_at  # it never fires, but it expires
         if self.state is State.RUNNING and self.in_flight is not None:

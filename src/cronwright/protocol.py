@@ -50,6 +50,7 @@ ACTIONS: dict[str, Handler] = {
     "delete": Service.delete,
     "history": Service.history,
     "audit": Service.audit,
+    "backfill": Service.backfill,
     "approve": Service.approve,
     "reject": Service.reject,
     "tick": Service.tick,

@@ -17,7 +17,7 @@ from cronwright.errors import RateLimited
 from cronwright.sources import Source
 
 # What a bucket counts: every request that changes a job or starts a run.
-MUTATIONS = frozenset({"create_job", "update", "delete", "pause", "resume", "run_now"})
+MUTATIONS = frozenset({"create_job", "update", "delete", "pause", "resume", "run_now", "backfill"})
 
 
 @dataclass(slots=True)

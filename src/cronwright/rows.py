@@ -72,6 +72,9 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         # buffer_one: how many occurrences waited for a running one, and the one that waits now.
         "buffered": job.buffered,
         "buffered_for": _iso(job.buffered_for, zone),
+        # Backfill: the occurrences queued to run, and how many backfilled ones have started.
+        "backfill_queued": len(job.backfill),
+        "backfilled": job.backfilled,
         "max_attempts": job.max_attempts,
         "retry_backoff_ms": job.retry_backoff_ms,
         "breaker_threshold": job.breaker_threshold,

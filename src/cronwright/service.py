@@ -7,13 +7,14 @@ reply's fields. A refusal raises a `Refusal` and changes nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright import dryrun, engine, fields, timetable
+from cronwright import backfilling, dryrun, engine, fields, timetable
 from cronwright.allowlist import Allowlist
 from cronwright.audit import AuditEntry, changes, entry_row
 from cronwright.errors import (
@@ -76,6 +77,8 @@ class Limits:
     max_lifetime: timedelta = timedelta(days=90)
     min_period: timedelta = timedelta(seconds=60)
     misfire_grace: timedelta = timedelta(seconds=60)
+    # The runs each job's history keeps (node.run_history): a backfill reads them to tell what ran.
+    run_history: int = 100
 
 
 class Service:
@@ -96,7 +99,7 @@ class Service:
     def row(self, job: Job) -> dict[str, Any]:
         return job_row(job, self.zone)
 
-    def _entry(
+    def entry(
         self,
         action: str,
         request: Mapping[str, Any],
@@ -539,7 +542,7 @@ class Service:
             made = _awaiting(armed, source)
             if dry:
                 return self._dry(made, source, adds=1, armed=armed)
-            stored = self.store.insert(made, self._entry(audit_as, request, source, None, made))
+            stored = self.store.insert(made, self.entry(audit_as, request, source, None, made))
             if timetable.jitter_of(schedule) is not None and stored.state is not State.PENDING:
                 stored = self._jitter_with_id(stored, now)
         self.node.wake()
@@ -570,17 +573,47 @@ class Service:
         if source.max_schedules is None:
             return
         live = self.store.count_live(source.name)
-        if live >= source.max_schedules:
+        waiting = self._backfills_waiting(source)
+        if live + waiting >= source.max_schedules:
+            backfills = f" and {waiting} backfills still waiting to run" if waiting else ""
             raise QuotaExceeded(
-                f"source '{source.name}' already has {live} live schedules, its limit "
-                f"(max_schedules = {source.max_schedules}); delete one first",
+                f"source '{source.name}' already has {live} live schedules{backfills}, its limit "
+                f"(max_schedules = {source.max_schedules}); delete one first"
+                + (", or let the backfills run" if waiting else ""),
                 max_schedules=source.max_schedules,
             )
+
+    def _backfills_waiting(self, source: Source) -> int:
+        """The source's jobs with backfilled occurrences queued: each counts as one schedule against its
+        max_schedules until its queue has started (docs/backfill.md)."""
+        if source.max_schedules is None:
+            return 0
+        return sum(1 for job in self.store.jobs(created_by=source.name) if job.backfill)
+
+    def quota_used(self, source: Source, adds: bool) -> tuple[int, int | None]:
+        """The source's count against max_schedules were a backfill that `adds` a queue made, and the max."""
+        used = self.store.count_live(source.name) + self._backfills_waiting(source) + int(adds)
+        return used, source.max_schedules
+
+    @contextmanager
+    def quota_section(self, source: Source, adds: bool) -> Iterator[None]:
+        """A section that checks the source's quota for one more schedule (or backfill) and writes it
+        atomically with that check, as a create does; without `adds` (nothing new counts), just a section."""
+        if not adds or source.max_schedules is None:
+            yield
+            return
+        with self._create_lock, self.store.exclusive():
+            self._check_quota(source)
+            yield
+
+    def backfill(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+        """Queues the occurrences of a range that never started (semantic 35; backfilling.py)."""
+        return backfilling.backfill(self, request, source)
 
     def _dry(self, job: Job, source: Source, adds: int, armed: Job | None = None) -> dict[str, Any]:
         """A dry run's reply: what the request would leave, written nowhere (DESIGN, protocol). A job
         that would wait for approval shows the firings it would have once approved now (`armed`)."""
-        used = self.store.count_live(source.name) + adds
+        used = self.store.count_live(source.name) + self._backfills_waiting(source) + adds
         reply = dryrun.reply(self.row(job), armed or job, used, source.max_schedules, self.zone)
         return _approval(reply, job)
 
@@ -654,10 +687,10 @@ class Service:
                 self._check_quota(source)
                 if dry:
                     return self._dry(updated, source, adds=1, armed=armed)
-                return self._save(updated, self._entry(audit_as, request, source, job, updated))
+                return self._save(updated, self.entry(audit_as, request, source, job, updated))
         if dry:
             return self._dry(updated, source, adds=0, armed=armed)
-        return self._save(updated, self._entry(audit_as, request, source, job, updated))
+        return self._save(updated, self.entry(audit_as, request, source, job, updated))
 
     # --- approval (semantic 37) ----------------------------------------------------------------
 
@@ -679,13 +712,13 @@ class Service:
         note = fields.text(request, "note", limit=500, required=False)
         now = self.node.clock.now()
         approved = engine.arm(job.evolve(state=State.ACTIVE, updated_at=now), now)
-        return self._save(approved, self._entry("approve", request, source, job, approved, note))
+        return self._save(approved, self.entry("approve", request, source, job, approved, note))
 
     def reject(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         """Deletes a pending job; the reply holds the row that went."""
         job = self._pending(request, source, "reject")
         note = fields.text(request, "note", limit=500, required=False)
-        entry = self._entry("reject", request, source, job, None, note)
+        entry = self.entry("reject", request, source, job, None, note)
         gone, persistence = self.store.delete(job.id, entry)
         self.node.wake()
         return {"job": self.row(gone or job), "persistence": persistence.value}
@@ -695,14 +728,14 @@ class Service:
         # Who paused it: the operator, or the job's own source (no other source can see it).
         by = PausedBy.OPERATOR if source.operator else PausedBy.SOURCE
         paused = engine.pause(job, by).evolve(updated_at=self.node.clock.now())
-        return self._save(paused, self._entry("pause", request, source, job, paused))
+        return self._save(paused, self.entry("pause", request, source, job, paused))
 
     def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
         now = self.node.clock.now()
         decision = engine.resume(job, now, self.node.rules)
         resumed = decision.job.evolve(updated_at=now)
-        entry = self._entry("resume", request, source, job, resumed)
+        entry = self.entry("resume", request, source, job, resumed)
         reply = self._save(resumed, entry, self.node.notes_of(decision))
         self.node.announce(decision)  # a misfire skip, once the resume is written
         return reply
@@ -711,7 +744,7 @@ class Service:
         job = self.job(request, source)
 
         def entry(before: Job, after: Job) -> AuditEntry:
-            return self._entry("run_now", request, source, before, after)
+            return self.entry("run_now", request, source, before, after)
 
         # A process that will not outlive its request leaves the run to a serving node (semantic 28).
         peer = self.node.serving_peer() if self.node.short_lived else None
@@ -731,7 +764,7 @@ class Service:
             if not source.operator or request.get("job_id") is None:
                 raise  # whose the row is cannot be told, so only the operator may remove it, by id
             return self._delete_unreadable(fields.integer(request, "job_id", 1, 2**62), error, request)
-        gone, persistence = self.store.delete(job.id, self._entry("delete", request, source, job, None))
+        gone, persistence = self.store.delete(job.id, self.entry("delete", request, source, job, None))
         self.node.wake()
         return {"job": self.row(gone or job), "persistence": persistence.value}
 

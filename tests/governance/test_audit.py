@@ -124,7 +124,7 @@ def test_a_lost_race_writes_no_entry(harness: Harness) -> None:
     job = harness.service.store.find("report")
     assert job is not None
     harness.service.store.save([job.evolve(occurrences=9)])  # another writer moved the row on
-    entry = harness.service._entry("pause", {}, AGENT, job, job)
+    entry = harness.service.entry("pause", {}, AGENT, job, job)
 
     written = harness.service.store.save([job.evolve(occurrences=1)], audit=[entry])
 

@@ -18,7 +18,7 @@ from serving import make_app
 TOOLS = {
     "schedules_create", "schedules_list", "schedules_get", "schedules_update", "schedules_delete",
     "schedules_pause", "schedules_resume", "schedules_run_now", "schedules_history", "schedules_preview",
-    "schedules_targets", "schedules_audit", "schedules_notifications",
+    "schedules_targets", "schedules_audit", "schedules_notifications", "schedules_backfill",
 }  # fmt: skip
 
 

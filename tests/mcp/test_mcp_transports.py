@@ -34,7 +34,7 @@ def over_http(live: Live, source: str, session: Session) -> None:
 
 async def create_list_pause_delete(client: Client, target: str, action: str) -> None:
     tools = (await client.list_tools()).tools
-    assert len(tools) == 13
+    assert len(tools) == 14
     created = await client.call_tool(
         "schedules_create",
         {"name": "nightly", "target": target, "action": action, "schedule": {"every": "1h"}},

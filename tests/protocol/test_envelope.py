@@ -16,7 +16,7 @@ from .support import agent, create, refused, snapshot
 
 CONTRACT_ACTIONS = {
     "create_job", "update", "get", "list", "pause", "resume", "run_now", "delete", "history", "audit",
-    "approve", "reject", "tick", "status", "preview", "targets", "notifications", "interface",
+    "backfill", "approve", "reject", "tick", "status", "preview", "targets", "notifications", "interface",
 }  # fmt: skip
 
 

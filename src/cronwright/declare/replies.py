@@ -79,6 +79,8 @@ class JobRow(Row):
     overlap: model.Overlap = model.Overlap.SKIP
     buffered: int = Field(0, description="Occurrences that waited for a running one (buffer_one).")
     buffered_for: str | None = Field(None, description="The occurrence waiting now, if any. " + ISO)
+    backfill_queued: int = Field(0, description="Backfilled occurrences waiting to run (semantic 35).")
+    backfilled: int = Field(0, description="Backfilled occurrences that have started.")
     max_attempts: int
     retry_backoff_ms: int
     breaker_threshold: int
@@ -222,6 +224,21 @@ class AuditEntryRow(Row):
     note: str | None = Field(None, description="The note given with the change, if any.")
 
 
+class BackfillReply(Reply):
+    """What a backfill queued (or, a dry run, would queue), oldest first."""
+
+    occurrences: list[str] = Field(
+        description="The occurrences' timetable instants (ISO-8601), oldest first."
+    )
+    queued: int = Field(description="How many were queued now (0 for a dry run, or when all had run).")
+    more: bool = Field(description="True when the range holds more than one call queues: call again.")
+    next_from: str | None = Field(None, description="Where the next call goes on, when `more`. " + ISO)
+    job: JobRow
+    persistence: Persistence | None = Field(None, description="How durably the queue was stored.")
+    dry_run: bool | None = Field(None, description="True when nothing was written: a dry run's answer.")
+    quota: Quota | None = Field(None, description="A dry run's count against max_schedules.")
+
+
 class AuditReply(Reply):
     entries: list[AuditEntryRow] = Field(description="Newest first.")
     next_before: int | None = Field(
@@ -355,6 +372,7 @@ REPLIES: dict[str, type[Reply]] = {
     "delete": JobReply,
     "history": HistoryReply,
     "audit": AuditReply,
+    "backfill": BackfillReply,
     "approve": JobReply,
     "reject": JobReply,
     "tick": TickReply,

@@ -31,7 +31,9 @@ StateName = Annotated[str, choice(*STATES)]
 class Model(BaseModel):
     """Strict, closed: a field of the wrong type is refused, never coerced, and an unknown field too."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # A field named as a Python keyword (backfill's `from`) is declared `from_` with its alias: it is
+    # read and written, and shown in every schema, by the alias.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, serialize_by_alias=True)
 
 
 # --- schedules ------------------------------------------------------------------------------------------
@@ -313,7 +315,7 @@ def _example(request: dict[str, Any]) -> ConfigDict:
     return ConfigDict(json_schema_extra=extra)
 
 
-BY_JOB = ("update", "get", "pause", "resume", "run_now", "delete", "approve", "reject")
+BY_JOB = ("update", "get", "pause", "resume", "run_now", "delete", "approve", "reject", "backfill")
 
 
 class Request(Model):
@@ -446,6 +448,27 @@ class Reject(ByJob):
     model_config = _example({"action": "reject", "name": "nightly-report", "note": "too often"})
 
 
+class Backfill(ByJob):
+    """Runs the occurrences of [from, to) that never started (semantic 35): oldest first, one at a time,
+    at most 1,000 a call, each with its own fire_id. What already ran, or is queued, is never queued
+    again, however often and from however many nodes it is asked. A source's backfill counts as one of
+    its max_schedules until its queue has started."""
+
+    action: Literal["backfill"]
+    from_: Annotated[
+        Instant, Field(alias="from", description="The range's start (included), an ISO-8601 instant.")
+    ]
+    to: Annotated[Instant, Field(description="The range's end (left out), an ISO-8601 instant.")]
+    dry_run: Annotated[
+        Flag | None,
+        Field(description="true: list the occurrences it would queue, and write nothing."),
+    ] = None
+    model_config = _example(
+        {"action": "backfill", "name": "nightly-report", "from": "2026-02-01T00:00:00+01:00",
+         "to": "2026-02-08T00:00:00+01:00", "dry_run": True}
+    )  # fmt: skip
+
+
 class Audit(Request):
     """Who changed what, newest first: the audit entries the source may read (its own, and those about its
     own schedules; the operator reads all), of one schedule or one source if asked."""
@@ -540,6 +563,7 @@ MODELS: dict[str, type[Request]] = {
     "delete": Delete,
     "history": History,
     "audit": Audit,
+    "backfill": Backfill,
     "approve": Approve,
     "reject": Reject,
     "tick": Tick,
@@ -561,6 +585,7 @@ AnyRequest = Annotated[
     | Delete
     | History
     | Audit
+    | Backfill
     | Approve
     | Reject
     | Tick

@@ -25,7 +25,7 @@ import click
 
 from cronwright.app import App, build
 from cronwright.config import Config, load
-from cronwright.declare.requests import History, JobSpec, ListJobs, Preview
+from cronwright.declare.requests import Backfill, History, JobSpec, ListJobs, Preview
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
 from cronwright.fronts.cli_options import DeclaredOption, declared
@@ -758,6 +758,41 @@ _decide(
 _decide(
     "reject", "rejected", "Rejects a pending schedule: it is deleted, and the audit log keeps the decision."
 )
+
+
+@cli.command()
+@click.argument("name")
+@declared(Backfill, "from_", "--from", metavar="ISO")
+@declared(Backfill, "to", metavar="ISO")
+@declared(Backfill, "dry_run")
+@json_option
+@pass_runtime
+def backfill(runtime: Runtime, name: str, from_: str, to: str, dry_run: bool, as_json: bool) -> None:
+    """Queues the occurrences of [--from, --to) that never started; a serving node, or the next `tick`,
+    runs them one at a time, oldest first. Repeating it queues nothing twice. An instant without an
+    offset is read in the node zone."""
+    if from_ is None or to is None:
+        raise click.UsageError("give both --from and --to")
+    request: dict[str, Any] = {"name": name, "from": from_, "to": to, **_dry({"dry_run": dry_run})}
+    finish(changed(runtime, runtime.call("backfill", **request)), as_json, _say_backfill)
+
+
+def _say_backfill(reply: Reply) -> None:
+    found = reply["occurrences"]
+    name = reply["job"]["name"]
+    if reply.get("dry_run"):
+        quota = reply["quota"]
+        limit = f" of {quota['max']}" if quota.get("max") is not None else ""
+        click.echo(f"dry run, nothing written: would queue {len(found)} occurrences of {name} "
+                   f"(quota {quota['used']}{limit})")  # fmt: skip
+    elif found:
+        click.echo(f"queued {reply['queued']} occurrences of {name}; they run one at a time, oldest first")
+    else:
+        click.echo(f"nothing to backfill for {name}: each occurrence of the range ran, waits or is excluded")
+    for instant in found:
+        click.echo(f"  {instant}")
+    if reply.get("more"):
+        click.echo(f"the range holds more: run it again with --from {reply.get('next_from')}")
 
 
 @cli.command("run-now")

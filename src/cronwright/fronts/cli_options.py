@@ -36,7 +36,8 @@ def _properties(model: type[BaseModel]) -> dict[str, Any]:
 
 def field_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     """The JSON Schema of `model.name`, without its `null` alternative (an option left out is null)."""
-    schema = _properties(model)[name]
+    declared_as = model.model_fields[name].alias if name in model.model_fields else None
+    schema = _properties(model)[declared_as or name]  # a keyword field (`from_`) is its alias
     shapes = [shape for shape in schema.get("anyOf", [schema]) if shape.get("type") != "null"]
     shape = dict(shapes[0]) if len(shapes) == 1 else {}
     return {"description": schema.get("description", ""), **shape}

@@ -30,6 +30,7 @@ from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
     Approve,
     Audit,
+    Backfill,
     Changes,
     CreateJob,
     Get,
@@ -77,6 +78,7 @@ TOOL_OF = {
     "run_now": "schedules_run_now",
     "history": "schedules_history",
     "audit": "schedules_audit",
+    "backfill": "schedules_backfill",
     "approve": "schedules_approve",
     "reject": "schedules_reject",
     "preview": "schedules_preview",
@@ -237,6 +239,13 @@ def _specs() -> list[ToolSpec]:
              The audit log, newest first: each change to your schedules (create, update, pause, resume,
              delete, run_now, approve, reject), who made it, when, and each field's value before and
              after. You read the entries you made and those about your own schedules."""),
+        spec("schedules_backfill", "Run what a schedule missed", run,
+             _arguments("schedules_backfill", **_fields(Backfill)), "backfill", replies.BackfillReply, """
+             Run the occurrences of [from, to) that never started (the node was down, the schedule
+             paused, a calendar-free day skipped by misfire): oldest first, one at a time, at most 1,000 a
+             call (`more` and `next_from` say where to go on). What already ran or waits is never queued
+             again, so calling it twice runs nothing twice. dry_run lists them and writes nothing. A
+             backfill counts as one of your max_schedules until its queue has started."""),
         spec("schedules_preview", "Preview a cron expression", read,
              _arguments("schedules_preview", **_fields(Preview)), "preview", replies.PreviewReply, """
              Check a cron expression before using it: its normalized form, a plain-words explanation, and
@@ -374,6 +383,23 @@ def lean(row: Mapping[str, Any]) -> dict[str, Any]:
     return short
 
 
+def _backfilled(reply: Mapping[str, Any]) -> str:
+    """A backfill's line: what it queued (or would), and whether the range holds more."""
+    found = reply["occurrences"]
+    shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    name = reply["job"]["name"]
+    if reply.get("dry_run"):
+        said = f"dry run, nothing written: a backfill of '{name}' would queue {len(found)} occurrences"
+    elif not found:
+        said = f"nothing to backfill for '{name}': every occurrence of the range ran, waits, or is excluded"
+    else:
+        said = f"queued {reply['queued']} occurrences of '{name}' to run one at a time, oldest first"
+    said += f": {shown}" if found else ""
+    if reply.get("more"):
+        said += f"; the range holds more: call again from {reply.get('next_from')}"
+    return said
+
+
 def summary(action: str, reply: Mapping[str, Any]) -> str:
     """One line saying what the reply holds; the reply itself is the structured content."""
     if reply.get("dry_run") and "firings" in reply:
@@ -386,6 +412,8 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             f"{job['state']}, firing {firings}; ends {reply['ends_at']}; you would have "
             f"{quota['used']}{limit} live schedules"
         )
+    if action == "backfill":
+        return _backfilled(reply)
     if "job" in reply:
         job = reply["job"]
         said = (

@@ -127,6 +127,13 @@ def job_data(job: Job) -> dict[str, Any]:
         **({"buffered": job.buffered} if job.buffered else {}),
         **({"buffered_for": instant(job.buffered_for)} if job.buffered_for is not None else {}),
         **({"buffered_nominal": instant(job.buffered_nominal)} if job.buffered_nominal is not None else {}),
+        **({"backfill": [instant(t) for t in job.backfill]} if job.backfill else {}),
+        **(
+            {"backfill_covered": [[instant(a), instant(b)] for a, b in job.backfill_covered]}
+            if job.backfill_covered
+            else {}
+        ),
+        **({"backfilled": job.backfilled} if job.backfilled else {}),
         "misfire": job.misfire.value,
         "max_attempts": job.max_attempts,
         "retry_backoff_ms": job.retry_backoff_ms,
@@ -188,6 +195,11 @@ def read_job(data: dict[str, Any]) -> Job:
         buffered=data.get("buffered", 0),
         buffered_for=read_instant(data.get("buffered_for")),
         buffered_nominal=read_instant(data.get("buffered_nominal")),
+        backfill=tuple(_required_instant(t) for t in data.get("backfill", ())),
+        backfill_covered=tuple(
+            (_required_instant(a), _required_instant(b)) for a, b in data.get("backfill_covered", ())
+        ),
+        backfilled=data.get("backfilled", 0),
         misfire=Misfire(data["misfire"]),
         max_attempts=data["max_attempts"],
         retry_backoff_ms=data["retry_backoff_ms"],

@@ -16,6 +16,9 @@ from cronwright.timing.every import next_on_grid
 from cronwright.timing.iso import as_utc
 
 MAX_BACKFILL = 1000
+# The most occurrences one call walks through (done ones included), so that a range of years of a
+# minutely schedule costs a bounded time; the reply's `more` says to call again.
+MAX_WALK = 100_000
 _MICRO = timedelta(microseconds=1)
 
 
@@ -25,6 +28,9 @@ class Plan:
 
     occurrences: tuple[datetime, ...]
     more: bool = False
+    # Where the planning stopped: every occurrence before it was planned, done or excluded, so the range
+    # up to it is covered (a later backfill of it plans nothing again). None: the whole range was.
+    until: datetime | None = None
 
 
 def check_range(start: datetime, end: datetime, now: datetime) -> None:
@@ -51,15 +57,39 @@ def plan(
     """
     stop = min(as_utc(end), as_utc(now) + _MICRO)
     found: list[datetime] = []
+    walked = 0
     for nominal in walk:
         if nominal >= stop:
             return Plan(tuple(found))
+        walked += 1
+        if walked > MAX_WALK:
+            # A range of many occurrences already done: stop looking, and say where, so a later call
+            # goes on from there.
+            return Plan(tuple(found), more=True, until=nominal)
         if nominal in done or excluded(nominal):
             continue
         if len(found) == limit:
-            return Plan(tuple(found), more=True)
+            return Plan(tuple(found), more=True, until=nominal)
         found.append(nominal)
     return Plan(tuple(found))
+
+
+def covered(ranges: Iterable[tuple[datetime, datetime]], instant: datetime) -> bool:
+    """Whether `instant` lies in one of the half-open `ranges`."""
+    return any(start <= instant < end for start, end in ranges)
+
+
+def cover(
+    ranges: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime
+) -> tuple[tuple[datetime, datetime], ...]:
+    """`ranges` with [start, end) added, overlapping and touching ones merged, in order."""
+    merged: list[tuple[datetime, datetime]] = []
+    for low, high in sorted([*ranges, (as_utc(start), as_utc(end))]):
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return tuple(merged)
 
 
 def grid_from(anchor: datetime, period: timedelta, start: datetime) -> Iterable[datetime]:
