@@ -38,6 +38,7 @@ from cronwright.timing.durations import parse_duration
 
 if TYPE_CHECKING:
     from cronwright.fronts.http import Serving
+    from cronwright.fronts.ui.links import Links
     from cronwright.node import Node
     from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
@@ -897,7 +898,10 @@ def serve(runtime: Runtime) -> None:
     # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
     # `stop`: it never polls, so an idle serve does not wake (DESIGN semantic 25).
     stop = threading.Event()
-    http = _http_server(app, on_exit=stop.set)
+    from cronwright.fronts.ui import links
+
+    dashboard_links = links.Links()
+    http = _http_server(app, on_exit=stop.set, links=dashboard_links)
     runner = app.node._runner
     warm = getattr(runner, "warm", None)
     if callable(warm):
@@ -929,21 +933,49 @@ def serve(runtime: Runtime) -> None:
         http.start()
     except RuntimeError as error:
         fail(str(error))
-    say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp)", url=http.url)
+    say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp, dashboard at /ui/)", url=http.url)
+    # `cronwright dashboard` finds this serve, and signs its one-time links, with the key in this file.
+    key_file = links.key_file(app.config.store_url, app.config.node.listen)
+    try:
+        links.publish(key_file, http.url, dashboard_links.key)
+    except OSError as error:
+        say(_log, f"no dashboard link for `cronwright dashboard`: cannot write {key_file}: {error}",
+            logging.WARNING, path=str(key_file))  # fmt: skip
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
+    links.withdraw(key_file, dashboard_links.key)
     http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
 
 
-def _http_server(app: App, on_exit: Callable[[], None]) -> Serving:
+def _http_server(app: App, on_exit: Callable[[], None], links: Links | None = None) -> Serving:
     """The HTTP app, on a socket bound now: a bad or busy node.listen fails before anything runs."""
     from cronwright.fronts.http import Serving, create_app, parse_listen
 
     listen = app.config.node.listen
     try:
-        return Serving(create_app(app, host=parse_listen(listen)[0]), listen, on_exit)
+        return Serving(create_app(app, host=parse_listen(listen)[0], links=links), listen, on_exit)
     except (ValueError, OSError) as error:
         fail(f"cannot listen on {listen} (node.listen): {error}")
+
+
+@cli.command()
+@click.option("--no-browser", is_flag=True, help="Print the link only; do not open a browser.")
+@pass_runtime
+def dashboard(runtime: Runtime, no_browser: bool) -> None:
+    """Prints a one-time link (valid one minute, used once) that logs the local operator in to the
+    dashboard of the serve running with this config, and opens a browser on it where it can."""
+    from cronwright.fronts.ui.opener import NoServe, find_serve, link, open_browser
+
+    config = runtime.config
+    try:
+        published = find_serve(config.store_url, config.node.listen)
+    except NoServe as error:
+        fail(str(error), 1)
+    url = link(published, _now())
+    click.echo(url)
+    opened = not no_browser and open_browser(url)
+    said = "the link logs in as the operator once, within a minute"
+    click.echo(said + ("; opened in a browser" if opened else ""), err=True)
 
 
 @cli.command("mcp")
