@@ -4,11 +4,7 @@ change, which reaches serve by its SIGUSR1 (semantic 25)."""
 
 from __future__ import annotations
 
-import queue
 import re
-import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,24 +28,14 @@ def cw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cronwright:
 
 @pytest.fixture
 def served(cw: Cronwright) -> Iterator[str]:
-    """A running serve's base URL (its stderr drained on a thread, so that it never blocks on it)."""
-    with cw.popen("serve") as serve:
-        lines: queue.SimpleQueue[str] = queue.SimpleQueue()
-        drain = threading.Thread(target=lambda: [lines.put(line) for line in serve.stderr or ()], daemon=True)
-        drain.start()
-        seen: list[str] = []
-        try:
-            while not (found := LISTENING.search(seen[-1] if seen else "")):
-                seen.append(lines.get(timeout=30))
-            yield found.group(1)
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            try:
-                serve.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                serve.wait()
-            drain.join(10)
+    """A running serve's base URL, as the link `cronwright dashboard` prints names it."""
+    add_python_target(cw)  # `serving` waits for serve's warm worker
+    with serving(cw):
+        yield _base(_link(cw))
+
+
+def _base(link: str) -> str:
+    return str(httpx.URL(link).copy_with(path="/", query=None)).rstrip("/")
 
 
 def _link(cw: Cronwright) -> str:
@@ -105,10 +91,8 @@ def test_a_serve_whose_dashboard_was_closed_sleeps_again(cw: Cronwright) -> None
     dashboard's stream has none, so a serve with no page open does not wake (semantic 25)."""
     add_python_target(cw)  # `serving` waits for serve's warm worker
     with serving(cw) as serve:
-        wait_for("serve to publish its dashboard key", lambda: cw.run("dashboard", "--no-browser").rc == 0)
-        url = cw.ok("dashboard", "--no-browser").stdout.strip()
-        base = str(httpx.URL(url).copy_with(path="/", query=None)).rstrip("/")
-        with httpx.Client(base_url=base, timeout=30) as client:
+        url = _link(cw)
+        with httpx.Client(base_url=_base(url), timeout=30) as client:
             assert _log_in(client, url).status_code == 303
             with client.stream("GET", "/ui/events") as stream:
                 assert (
