@@ -12,7 +12,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cronwright.app import App
-from cronwright.fronts.ui import actions, live, login, pages
+from cronwright.fronts.ui import actions, edit, live, login, pages
 from cronwright.fronts.ui.context import Dashboard
 from cronwright.fronts.ui.guard import SecurityHeaders
 from cronwright.fronts.ui.links import Links
@@ -35,6 +35,7 @@ def create_ui(
             *login.routes(),
             *pages.routes(),
             *actions.routes(),
+            *edit.routes(),
             *live.routes(),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
