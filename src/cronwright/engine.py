@@ -244,6 +244,8 @@ def _expire(job: Job) -> Decision:
         state=State.EXPIRED,
         next_run_at=None,
         paused_by=None,
+        pause_note=None,
+        paused_at=None,
         buffered_for=None,
         buffered_nominal=None,
         backfill=(),  # a backfill never fires at or after the end either
@@ -573,7 +575,8 @@ def _settle(job: Job, outcome: Outcome, now: datetime) -> Decision:
         # No further occurrence exists at all: a recurring job turns terminal only here.
         return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED))
     if not succeeded and job.breaker_threshold and failures >= job.breaker_threshold:
-        paused = job.evolve(state=State.PAUSED, paused_by=PausedBy.BREAKER)
+        note = f"{failures} failures in a row (breaker_threshold {job.breaker_threshold})"
+        paused = job.evolve(state=State.PAUSED, paused_by=PausedBy.BREAKER, pause_note=note, paused_at=now)
         event = _event(EventKind.JOB_BREAKER_PAUSED, job, consecutive_failures=failures)
         return Decision(paused, events=(event,))
     if now >= job.ends_at:
@@ -644,12 +647,15 @@ def _refuse_unless_active(job: Job, verb: str) -> None:
         raise JobNotActive(f"'{job.name}' is {state}; resume it first", state=state)
 
 
-def pause(job: Job, by: PausedBy = PausedBy.OPERATOR) -> Job:
-    """An active job stops firing until resumed. Refused while it runs, or when not active."""
+def pause(
+    job: Job, by: PausedBy = PausedBy.OPERATOR, now: datetime | None = None, note: str | None = None
+) -> Job:
+    """An active job stops firing until resumed, paused at `now` for the reason `note`. Refused while it
+    runs, or when not active."""
     if job.state is State.PAUSED:
         raise JobNotActive(f"'{job.name}' is already paused", state=job.state.value)
     _refuse_unless_active(job, "pause")
-    return job.evolve(state=State.PAUSED, paused_by=by)
+    return job.evolve(state=State.PAUSED, paused_by=by, paused_at=now, pause_note=note or None)
 
 
 def resume(job: Job, now: datetime, rules: Rules) -> Decision:
@@ -666,7 +672,9 @@ def resume(job: Job, now: datetime, rules: Rules) -> Decision:
             f"'{job.name}' is {job.state.value}, not paused; only a paused job can be resumed",
             state=job.state.value,
         )
-    resumed = job.evolve(state=State.ACTIVE, paused_by=None, consecutive_failures=0)
+    resumed = job.evolve(
+        state=State.ACTIVE, paused_by=None, consecutive_failures=0, pause_note=None, paused_at=None
+    )
     due = resumed.next_run_at
     if due is None or due > now or resumed.one_shot or schedule_problem(resumed.schedule) is not None:
         return Decision(resumed)

@@ -175,6 +175,9 @@ class Job:
     created_by: str = "cli"
     state: State = State.ACTIVE
     paused_by: PausedBy | None = None
+    # Why and when it was paused (pause --note; the breaker says its own), cleared on resume.
+    pause_note: str | None = None
+    paused_at: datetime | None = None
     # When the next occurrence is due, jitter included: what wakes a pass and what rows show.
     next_run_at: datetime | None = None
     # That occurrence's timetable instant before jitter (semantic 32); None when it is next_run_at itself.

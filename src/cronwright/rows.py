@@ -48,6 +48,8 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         "schedule": schedule_row(job.schedule, zone),
         "state": job.state.value,
         "paused_by": job.paused_by.value if job.paused_by else None,
+        "pause_note": job.pause_note,
+        "paused_at": _iso(job.paused_at, zone),
         "next_run_at": None if schedule_error else _iso(job.next_run_at, zone),
         "schedule_error": schedule_error,
         "ends_at": _iso(job.ends_at, zone),

@@ -727,15 +727,18 @@ class Service:
         job = self.job(request, source)
         # Who paused it: the operator, or the job's own source (no other source can see it).
         by = PausedBy.OPERATOR if source.operator else PausedBy.SOURCE
-        paused = engine.pause(job, by).evolve(updated_at=self.node.clock.now())
-        return self._save(paused, self.entry("pause", request, source, job, paused))
+        note = fields.text(request, "note", limit=500, required=False)
+        now = self.node.clock.now()
+        paused = engine.pause(job, by, now, note).evolve(updated_at=now)
+        return self._save(paused, self.entry("pause", request, source, job, paused, note))
 
     def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
         job = self.job(request, source)
         now = self.node.clock.now()
         decision = engine.resume(job, now, self.node.rules)
         resumed = decision.job.evolve(updated_at=now)
-        entry = self.entry("resume", request, source, job, resumed)
+        note = fields.text(request, "note", limit=500, required=False)
+        entry = self.entry("resume", request, source, job, resumed, note)
         reply = self._save(resumed, entry, self.node.notes_of(decision))
         self.node.announce(decision)  # a misfire skip, once the resume is written
         return reply

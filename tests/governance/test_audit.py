@@ -63,11 +63,19 @@ def test_each_mutation_verb_writes_one_entry_with_its_before_and_after(harness: 
     send(harness, {"action": "pause", "name": "report"})
     paused = one_more(harness, 2)
     assert paused["action"] == "pause"
-    assert paused["changes"] == {"state": ["active", "paused"], "paused_by": [None, "source"]}
+    assert paused["changes"] == {
+        "state": ["active", "paused"],
+        "paused_by": [None, "source"],
+        "paused_at": [None, "2026-03-02T09:01:00+01:00"],
+    }
 
     send(harness, {"action": "resume", "name": "report"})
     resumed = one_more(harness, 3)
-    assert resumed["changes"] == {"state": ["paused", "active"], "paused_by": ["source", None]}
+    assert resumed["changes"] == {
+        "state": ["paused", "active"],
+        "paused_by": ["source", None],
+        "paused_at": ["2026-03-02T09:01:00+01:00", None],
+    }
 
     send(harness, {"action": "run_now", "name": "report"})
     ran = one_more(harness, 4)

@@ -335,3 +335,34 @@ def test_a_reply_is_structured_content_with_a_one_line_summary(app: App) -> None
         assert (whole.structured_content or {})["jobs"][0]["retry_backoff_ms"] == 1000
 
     as_source(app, "agent", session)
+
+
+def test_an_agent_backfills_what_its_schedule_missed_and_pauses_with_a_note(app: App) -> None:
+    async def session(client: Client) -> None:
+        created = await client.call_tool(
+            "schedules_create",
+            {"name": "hourly", "target": "reports", "action": "daily", "schedule": {"cron": "0 * * * *"}},
+        )
+        assert not created.is_error, created.content
+        span = {"name": "hourly", "from": "2026-03-02T06:30:00+01:00", "to": "2026-03-02T09:00:00+01:00"}
+        dry = await client.call_tool("schedules_backfill", {**span, "dry_run": True})
+        assert not dry.is_error, dry.content
+        assert (dry.structured_content or {})["occurrences"] == [
+            "2026-03-02T07:00:00+01:00",
+            "2026-03-02T08:00:00+01:00",
+        ]
+        assert "dry run, nothing written" in str(dry.content[0])
+        queued = await client.call_tool("schedules_backfill", span)
+        assert (queued.structured_content or {})["queued"] == 2
+        assert "queued 2 occurrences of 'hourly'" in str(queued.content[0])
+        again = await client.call_tool("schedules_backfill", span)
+        assert (again.structured_content or {})["queued"] == 0
+        unknown = await client.call_tool("schedules_backfill", {**span, "since": "yesterday"})
+        assert unknown.is_error
+
+        note = {"name": "hourly", "note": "waiting on the vendor"}
+        paused = await client.call_tool("schedules_pause", note)
+        assert (paused.structured_content or {})["job"]["pause_note"] == "waiting on the vendor"
+        assert "paused since 2026-03-02T09:00:00+01:00: waiting on the vendor" in str(paused.content[0])
+
+    as_source(app, "agent", session)

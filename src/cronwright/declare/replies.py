@@ -69,6 +69,8 @@ class JobRow(Row):
     schedule: ScheduleRow
     state: State
     paused_by: model.PausedBy | None
+    pause_note: str | None = Field(None, description="Why it was paused (pause's note), while it is paused.")
+    paused_at: str | None = Field(None, description="When it was paused, while it is paused. " + ISO)
     next_run_at: str | None = Field(description=ISO)
     schedule_error: str | None = Field(None, description="Why a stored schedule cannot be read.")
     ends_at: str = Field(description=ISO)

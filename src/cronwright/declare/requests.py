@@ -384,17 +384,31 @@ class ListJobs(Request):
     model_config = _example({"action": "list", "state": "active"})
 
 
+Note = Annotated[
+    Annotated[str, text(500, blank=True)] | None,
+    Field(description="Why, in a few words (at most 500 characters): kept in the audit log."),
+]
+
+
 class Pause(ByJob):
     """Pauses an active schedule: it fires nothing until resumed. Its lifetime still runs."""
 
     action: Literal["pause"]
-    model_config = _example({"action": "pause", "name": "nightly-report"})
+    note: Annotated[
+        Annotated[str, text(500, blank=True)] | None,
+        Field(
+            description="Why, in a few words (at most 500 characters): shown on the row as pause_note "
+            "until it is resumed, and kept in the audit log."
+        ),
+    ] = None
+    model_config = _example({"action": "pause", "name": "nightly-report", "note": "upstream is down"})
 
 
 class Resume(ByJob):
     """Resumes a paused schedule; its misfire policy decides what happens to what it missed."""
 
     action: Literal["resume"]
+    note: Note = None
     model_config = _example({"action": "resume", "name": "nightly-report"})
 
 
@@ -424,12 +438,6 @@ class History(Request):
         Field(description="Only runs older than the run with this id: the next_before of a page."),
     ] = None
     model_config = _example({"action": "history", "name": "nightly-report", "limit": 10})
-
-
-Note = Annotated[
-    Annotated[str, text(500, blank=True)] | None,
-    Field(description="Why, in a few words (at most 500 characters): kept in the audit log."),
-]
 
 
 class Approve(ByJob):

@@ -25,7 +25,7 @@ import click
 
 from cronwright.app import App, build
 from cronwright.config import Config, load
-from cronwright.declare.requests import Backfill, History, JobSpec, ListJobs, Preview
+from cronwright.declare.requests import Backfill, History, JobSpec, ListJobs, Pause, Preview, Resume
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
 from cronwright.fronts.cli_options import DeclaredOption, declared
@@ -272,6 +272,7 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 ("runs", f"{job['target']}.{job['action']} {json.dumps(job['args'])}"),
                 ("schedule", render.schedule_text(job["schedule"])),
                 ("state", job["state"] + (f" (by {job['paused_by']})" if job["paused_by"] else "")),
+                *_paused(job),
                 ("next", f"{job['next_run_at'] or '-'} ({render.relative(job['next_run_at'], _now())})"),
                 ("ends", job["ends_at"]),
                 ("last", " ".join(str(last.get(k, "")) for k in ("fired_at", "outcome", "message")) or "-"),
@@ -731,13 +732,26 @@ def _simple(verb: str, action: str, doc: str) -> None:
     @json_option
     @pass_runtime
     def command(runtime: Runtime, name: str, as_json: bool) -> None:
-        past = {"remove": "removed", "pause": "paused", "resume": "resumed"}[verb]
-        finish(changed(runtime, runtime.call(action, name=name)), as_json, say_job(past))
+        finish(changed(runtime, runtime.call(action, name=name)), as_json, say_job("removed"))
+
+
+def _noted(verb: str, past: str, model: type[Pause | Resume], doc: str) -> None:
+    """pause and resume, each with the --note its request declares."""
+
+    @cli.command(verb, help=doc)
+    @click.argument("name")
+    @declared(model, "note", metavar="TEXT")
+    @json_option
+    @pass_runtime
+    def command(runtime: Runtime, name: str, note: str | None, as_json: bool) -> None:
+        finish(changed(runtime, runtime.call(verb, name=name, note=note)), as_json, say_job(past))
 
 
 _simple("remove", "delete", "Removes a schedule; a run in flight finishes, and reaches the history.")
-_simple("pause", "pause", "Pauses an active schedule.")
-_simple("resume", "resume", "Resumes a paused schedule; the misfire policy applies to what it missed.")
+_noted("pause", "paused", Pause, "Pauses an active schedule; --note says why (shown until it is resumed).")
+_noted(
+    "resume", "resumed", Resume, "Resumes a paused schedule; the misfire policy applies to what it missed."
+)
 
 
 def _decide(verb: str, past: str, doc: str) -> None:
@@ -776,6 +790,13 @@ def backfill(runtime: Runtime, name: str, from_: str, to: str, dry_run: bool, as
         raise click.UsageError("give both --from and --to")
     request: dict[str, Any] = {"name": name, "from": from_, "to": to, **_dry({"dry_run": dry_run})}
     finish(changed(runtime, runtime.call("backfill", **request)), as_json, _say_backfill)
+
+
+def _paused(job: Reply) -> list[tuple[str, str]]:
+    """show's lines for a paused schedule: since when, and why."""
+    if not job.get("paused_at") and not job.get("pause_note"):
+        return []
+    return [("paused", f"since {job.get('paused_at') or '-'}: {job.get('pause_note') or '(no note)'}")]
 
 
 def _say_backfill(reply: Reply) -> None:

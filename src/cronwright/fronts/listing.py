@@ -86,6 +86,12 @@ FORMS = (
     _Form(short=True, units=1, dropped=("RUNS", "ENDS", "LAST")),
 )
 BREAKER = "*"
+NOTE_WIDTH = 40  # the most of a pause note the list shows; `show` shows it whole
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def cells(row: Mapping[str, Any], now: datetime, zone: ZoneInfo, form: _Form) -> dict[str, str]:
@@ -97,6 +103,8 @@ def cells(row: Mapping[str, Any], now: datetime, zone: ZoneInfo, form: _Form) ->
             state += BREAKER
         else:
             result = f"{result} (breaker)"
+    elif row.get("pause_note") and not form.short:
+        state += f" ({_clip(row['pause_note'], NOTE_WIDTH)})"  # why it was paused: --wide, or a pipe
 
     def instant(value: str | None) -> str:
         if value is None:

@@ -39,8 +39,10 @@ from cronwright.declare.requests import (
     ListJobs,
     Model,
     Notifications,
+    Pause,
     Preview,
     Request,
+    Resume,
     Update,
 )
 from cronwright.declare.types import Flag, whole
@@ -154,7 +156,7 @@ class ToolSpec:
                 given["name"] = given.pop("new_name")
             return {"action": "update", **ref, "changes": given, **dry}
         given.pop("verbose", None)
-        return {"action": self.action, **given}
+        return {"action": self.action, **given, **dry}
 
 
 def _change(destructive: bool, idempotent: bool, world: bool = False) -> ToolAnnotations:
@@ -219,10 +221,12 @@ def _specs() -> list[ToolSpec]:
              "delete", job, """
              Delete a schedule for good; answers with the row that went. A run in flight finishes and
              reaches the history. To stop it for a while instead, use schedules_pause."""),
-        spec("schedules_pause", "Pause a schedule", switch, _arguments("schedules_pause", **by_job), "pause",
-             job, "Pause an active schedule: it fires nothing until schedules_resume. Its lifetime runs on."),
-        spec("schedules_resume", "Resume a schedule", switch, _arguments("schedules_resume", **by_job),
-             "resume", job,
+        spec("schedules_pause", "Pause a schedule", switch,
+             _arguments("schedules_pause", **_fields(Pause)), "pause", job,
+             "Pause an active schedule: it fires nothing until schedules_resume. Its lifetime runs on. The "
+             "note says why: the row shows it (pause_note, paused_at) until it is resumed."),
+        spec("schedules_resume", "Resume a schedule", switch,
+             _arguments("schedules_resume", **_fields(Resume)), "resume", job,
              "Resume a paused schedule; its misfire policy decides what happens to what it missed."),
         spec("schedules_run_now", "Run a schedule now", run, _arguments("schedules_run_now", **by_job),
              "run_now", replies.RunNowReply, """
@@ -420,6 +424,9 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             f"'{job['name']}' ({job['target']}.{job['action']}): {job['state']}, next run "
             f"{job.get('next_run_at') or 'none'}, ends {job['ends_at']}"
         )
+        if job.get("paused_at"):
+            why = f": {job['pause_note']}" if job.get("pause_note") else ""
+            said += f"; paused since {job['paused_at']}{why}"
         if reply.get("deduped"):
             said += "; the schedule of this dedupe_key, which was there already"
         if reply.get("awaiting_approval"):

@@ -107,6 +107,8 @@ def job_data(job: Job) -> dict[str, Any]:
         "created_by": job.created_by,
         "state": job.state.value,
         "paused_by": job.paused_by.value if job.paused_by else None,
+        **({"pause_note": job.pause_note} if job.pause_note is not None else {}),
+        **({"paused_at": instant(job.paused_at)} if job.paused_at is not None else {}),
         "next_run_at": instant(job.next_run_at),
         **({"next_nominal": instant(job.next_nominal)} if job.nominal_next != job.next_run_at else {}),
         "last_run": None
@@ -175,6 +177,8 @@ def read_job(data: dict[str, Any]) -> Job:
         created_by=data["created_by"],
         state=State(data["state"]),
         paused_by=PausedBy(data["paused_by"]) if data.get("paused_by") else None,
+        pause_note=data.get("pause_note"),
+        paused_at=read_instant(data.get("paused_at")),
         next_run_at=read_instant(data.get("next_run_at")),
         next_nominal=read_instant(data.get("next_nominal")),
         last_run=None
