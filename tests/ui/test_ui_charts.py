@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cronwright.fronts.ui.charts import MAX_BARS, duration_text, runs_chart
 
-SVG = "{http://www.w3.org/2000/svg}"
+SVG = ""  # inline in HTML, the drawing names no namespace
 
 
 def run(n: int, outcome: str = "ok", took_ms: int = 100, message: str = "") -> dict[str, object]:

@@ -29,7 +29,7 @@ from cronwright.fronts.ui.timeline import (
     transitions,
 )
 
-SVG = "{http://www.w3.org/2000/svg}"
+SVG = ""  # inline in HTML, the drawing names no namespace
 BERLIN = ZoneInfo("Europe/Berlin")
 
 

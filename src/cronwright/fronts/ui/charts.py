@@ -54,7 +54,7 @@ def runs_chart(runs: Sequence[Mapping[str, Any]]) -> str:
     summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
     said = f"{len(shown)} runs: {summary}; the longest took {duration_text(longest)}."
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="cw-runs-chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'<svg class="cw-runs-chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'width="100%" role="img" aria-labelledby="cw-runs-title cw-runs-desc">',
         '<title id="cw-runs-title">Recent runs: duration and outcome, oldest to newest</title>',
         f'<desc id="cw-runs-desc">{esc(said)}</desc>',

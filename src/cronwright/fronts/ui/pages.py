@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from cronwright.fronts.http import status_of
-from cronwright.fronts.ui import plugins
+from cronwright.fronts.ui import plugins, timeline_page
 from cronwright.fronts.ui.context import Reply, ask, caller
 from cronwright.fronts.ui.views import page
 
@@ -27,7 +27,7 @@ def routes() -> list[BaseRoute]:
         Route("/", schedules, methods=["GET"], name="schedules"),
         Route("/schedules/{name}", schedule, methods=["GET"], name="schedule"),
         Route("/history", history, methods=["GET"], name="history"),
-        Route("/timeline", timeline, methods=["GET"], name="timeline"),
+        Route("/timeline", timeline_page.timeline, methods=["GET"], name="timeline"),
         Route("/notifications", notifications, methods=["GET"], name="notifications"),
         Route("/approvals", approvals, methods=["GET"], name="approvals"),
         Route("/nodes", nodes, methods=["GET"], name="nodes"),
@@ -108,13 +108,6 @@ async def history(request: Request) -> Response:
     if not reply.get("ok"):
         return refused(request, reply)
     return page(request, "history.html", runs=reply["runs"], next_before=reply.get("next_before"))
-
-
-async def timeline(request: Request) -> Response:
-    reply = await ask(request, "list", limit=200)
-    if not reply.get("ok"):
-        return refused(request, reply)
-    return page(request, "timeline.html", drawing=plugins.timeline(reply["jobs"]), jobs=reply["jobs"])
 
 
 async def notifications(request: Request) -> Response:

@@ -187,7 +187,7 @@ def svg(lanes: Sequence[Lane], window: Window, changes: Sequence[Transition], sh
     height = TOP + LANE * max(1, len(lanes)) + 10
     span = f"{render(window.start, shown_in)} to {render(window.end, shown_in)}"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="cw-timeline" viewBox="0 0 {WIDTH} {height}" '
+        f'<svg class="cw-timeline" viewBox="0 0 {WIDTH} {height}" '
         f'width="100%" role="img" aria-labelledby="cw-timeline-title cw-timeline-desc">',
         f'<title id="cw-timeline-title">Coming firings, {esc(span)}</title>',
         f'<desc id="cw-timeline-desc">{esc(_description(lanes, changes))}</desc>',
