@@ -9,11 +9,12 @@ fire_id.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from cronwright import engine, fields
+from cronwright import engine, fields, timetable
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
 from cronwright.model import AtSchedule, CronSchedule, EverySchedule, Job, Run, State
 from cronwright.sources import Source
@@ -38,10 +39,9 @@ class _Done:
     def __init__(self, job: Job, runs: Sequence[Run], now: datetime, history_full: bool) -> None:
         self.job = job
         self.now = now
-        self.started = {as_utc(run.scheduled_for) for run in runs}
         flight = job.in_flight
-        if flight is not None:
-            self.started.add(as_utc(flight.scheduled_for))
+        extra = [] if flight is None else [flight.scheduled_for]
+        self.started = sorted(as_utc(instant) for instant in [*(run.scheduled_for for run in runs), *extra])
         self.waiting = set(job.backfill)
         if job.buffered_for is not None:
             self.waiting.add(job.buffered_nominal or job.buffered_for)
@@ -58,9 +58,19 @@ class _Done:
             return True
         due = fires_at(self.job.id, self.job.schedule, nominal)
         # Not yet due with its jitter: the timetable fires it itself.
-        if due > self.now or due in self.started:
+        if due > self.now or self._ran_in_slot(nominal):
             return True
         return self.floor is not None and due <= self.floor
+
+    def _ran_in_slot(self, nominal: datetime) -> bool:
+        """Whether a run was due in the occurrence's slot, from its instant to the next one's: jitter
+        keeps each occurrence in its own slot, whatever jitter it had when it ran, so such a run is that
+        occurrence (or a manual run made in its place)."""
+        following = timetable.following(self.job.schedule, nominal)
+        first = bisect.bisect_left(self.started, nominal)
+        if first == len(self.started):
+            return False
+        return following is None or self.started[first] < following
 
 
 def _walk(job: Job, start: datetime) -> Iterable[datetime]:

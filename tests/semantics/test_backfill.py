@@ -4,10 +4,16 @@ against its quota; a dry run writes nothing."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from conftest import Harness, at, make_harness
+from conftest import ALLOWED, BERLIN, Harness, at, make_harness
+from cronwright.clock import ManualClock
+from cronwright.protocol import Protocol
+from cronwright.service import Limits, Service
 from cronwright.sources import Source
+from cronwright.store.sqlite import SqliteStore
 
 HOURLY = {"cron": "0 * * * *"}
 AGENT = Source("agent", targets=("reports.*",), max_schedules=2)
@@ -153,3 +159,61 @@ def test_a_paused_job_runs_its_backfill_once_resumed(harness: Harness) -> None:
     harness.ok("resume", name="hourly")
     harness.tick()
     assert len(harness.runner.calls) == 4
+
+
+def test_an_occurrence_that_ran_with_another_jitter_is_not_backfilled(harness: Harness) -> None:
+    harness.create("hourly", {"cron": "0 * * * *", "jitter": "10m"})
+    due = at(harness.job("hourly")["next_run_at"])  # shown to the second: its milliseconds come after
+    harness.clock.set(due + timedelta(seconds=1))
+    harness.tick()  # 10:00 runs, at its jittered instant
+    assert len(harness.runner.calls) == 1
+    harness.ok("update", name="hourly", changes={"schedule": {"cron": "0 * * * *", "jitter": "30m"}})
+    harness.clock.set(at("2026-03-02T13:50:00+01:00"))
+    harness.node.run_pass()
+    found = _backfill(harness, dry_run=True)["occurrences"]
+    assert "2026-03-02T10:00:00+01:00" not in found
+    assert found[:2] == ["2026-03-02T11:00:00+01:00", "2026-03-02T12:00:00+01:00"]
+
+
+def test_an_every_schedule_backfills_its_own_grid(harness: Harness) -> None:
+    harness.create("half-hourly", {"every": "30m"})  # its grid: 09:00, 09:30, ...
+    reply = _backfill(
+        harness,
+        name="half-hourly",
+        **{"from": "2026-03-02T07:10:00+01:00", "to": "2026-03-02T09:00:00+01:00"},
+    )
+    assert reply["occurrences"] == [
+        "2026-03-02T07:30:00+01:00",
+        "2026-03-02T08:00:00+01:00",
+        "2026-03-02T08:30:00+01:00",
+    ]
+
+
+def test_a_range_of_more_than_a_thousand_says_where_to_go_on(harness: Harness) -> None:
+    harness.create("minutely", {"every": "1m"})
+    span = {"name": "minutely", "from": "2026-03-01T00:00:00+01:00", "to": "2026-03-02T09:00:00+01:00"}
+    first = _backfill(harness, **span)
+    assert (first["queued"], first["more"], first["next_from"]) == (1000, True, "2026-03-01T16:40:00+01:00")
+    assert first["occurrences"][-1] == "2026-03-01T16:39:00+01:00"
+    full = _backfill(harness, **{**span, "from": first["next_from"]})
+    assert (full["queued"], full["more"]) == (0, True)  # at most 1,000 wait on one schedule
+    assert harness.job("minutely")["backfill_queued"] == 1000
+
+
+def test_once_the_history_is_full_what_it_may_have_pruned_is_left_out(tmp_path: Path) -> None:
+    clock = ManualClock(at("2026-03-02T09:00:00+01:00"))
+    small = make_harness(SqliteStore(tmp_path / "small.db", run_history=3), clock)
+    protocol = Protocol(Service(small.node, ALLOWED, Limits(BERLIN, run_history=3)))
+    small.create("hourly", HOURLY)
+    for hour in (10, 11, 12, 13):
+        clock.set(at(f"2026-03-02T{hour}:00:10+01:00"))
+        small.tick()  # four runs; the history keeps the newest three
+    request = {
+        "action": "backfill",
+        "name": "hourly",
+        "from": "2026-03-02T09:30:00+01:00",
+        "to": "2026-03-02T13:30:00+01:00",
+    }
+    reply = protocol.dispatch(request, Source("cli", operator=True))
+    assert (reply["ok"], reply["occurrences"]) == (True, [])  # 10:00 ran, though its run was pruned
+    small.runner.close()
