@@ -144,3 +144,28 @@ def test_buffer_one_runs_the_buffered_occurrence_once(tmp_path: Path) -> None:
     ]
     assert len(cw.fires()) == 2
     assert cw.tick(at="2026-10-25T01:02:40+02:00")["fired"] == 0  # nothing waits any more
+
+
+def test_show_lists_two_expressions_with_jitter_and_a_holiday_across_the_october_change(
+    cw: Cronwright,
+) -> None:
+    """The closing note's example: Berlin falls back on 31 October 2027, Reformation Day in Saxony."""
+    with cw.config.open("a", encoding="utf-8") as config:
+        config.write('\n[calendars.holidays]\ncountry = "DE"\nsubdivision = "SN"\n')
+    made = "2027-10-29T12:00:00+02:00"
+    cw.add("night-and-morning", "--cron", "30 2 * * *", "--cron", "0 9 * * 1-5", "--jitter", "10m",
+           "--exclude", "holidays", at=made)  # fmt: skip
+    firings = cw.show("night-and-morning", at=made)["next_firings"]
+    human = cw.ok("show", "night-and-morning", at=made).stdout
+
+    assert [(f["nominal"], f.get("excluded")) for f in firings] == [
+        ("2027-10-30T02:30:00+02:00", None),
+        ("2027-10-31T02:30:00+02:00", "2027-10-31 is Reformation Day (DE-SN)"),
+        ("2027-11-01T02:30:00+01:00", None),
+        ("2027-11-01T09:00:00+01:00", None),
+        ("2027-11-02T02:30:00+01:00", None),
+    ]
+    for firing in firings:  # each within its 10 minutes of jitter, the same in every process (job id 1)
+        assert timedelta(0) <= utc(firing["at"]) - utc(firing["nominal"]) < timedelta(minutes=10)
+    assert firings[0]["at"] == "2027-10-30T02:36:38+02:00"
+    assert "excluded: 2027-10-31 is Reformation Day (DE-SN)" in human

@@ -90,3 +90,13 @@ def test_the_operator_and_unlimited_sources_are_never_limited(harness: Harness) 
 @pytest.mark.parametrize("action", [{"create_job": 1}, ["delete"], None, 7])
 def test_an_action_of_no_string_is_unknown_for_a_limited_source(harness: Harness, action: object) -> None:
     refused(harness, {"action": action}, "unknown_action", agent(max_mutations_per_minute=1))
+
+
+def test_a_backfill_spends_a_token_as_any_change(harness: Harness) -> None:
+    source = agent(max_schedules=None, max_mutations_per_minute=2)
+    assert harness.protocol.dispatch(create("job"), source)["ok"]
+    span = {"from": "2026-03-01T00:00:00+01:00", "to": "2026-03-02T00:00:00+01:00"}
+    assert harness.protocol.dispatch({"action": "backfill", "name": "job", **span, "dry_run": True}, source)[
+        "ok"
+    ]
+    refused(harness, {"action": "backfill", "name": "job", **span}, "rate_limited", source)
