@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -28,12 +29,31 @@ def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mappin
     A key the schema does not name is let through unless the schema itself forbids extras; then the
     problem names the key and, where one is close, the property meant.
     """
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     problems = sorted(validator.iter_errors(dict(args)), key=lambda error: list(error.absolute_path))
     if problems:
         details = [detail for error in problems for detail in _details(error)][:20]
         summary = "; ".join(f"{d['path']}: {d['problem']}" for d in details[:3])
         raise ArgsInvalid(f"args for {target}.{action} do not match its schema: {summary}", problems=details)
+
+
+# Validators by the identity of their schema: an action's schema lives as long as its spec, and every run
+# checks its args again, so building the validator once per schema (not per run) keeps that check cheap.
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], jsonschema.protocols.Validator]] = {}
+_VALIDATORS_LOCK = threading.Lock()
+_VALIDATORS_MAX = 1024
+
+
+def _validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    validator = jsonschema.Draft202012Validator(schema)
+    with _VALIDATORS_LOCK:
+        if len(_VALIDATORS) >= _VALIDATORS_MAX:
+            _VALIDATORS.clear()  # specs described again after code changes: drop the old ones
+        _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
 
 
 def _details(error: jsonschema.ValidationError) -> list[dict[str, str]]:

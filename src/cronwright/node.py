@@ -28,7 +28,7 @@ from cronwright.clock import Clock
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.lease import LeaseKeeper, StepGuard
-from cronwright.model import Job, Occurrence, Outcome, Result, Run
+from cronwright.model import Job, Occurrence, Outcome, Persistence, Result, Run
 from cronwright.notify import detect
 from cronwright.notify.alerting import Alerting, StoreTransitions
 from cronwright.notify.model import Alert, Notification, Transition
@@ -129,19 +129,28 @@ class Node:
         self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
         # Every attempt this process started whose outcome is not yet recorded, by (job, fire_id,
         # attempt): what tells a claim it never started from a run it did (semantic 29).
-        self._started: set[tuple[int, str, int]] = set()
+        # Each maps to the job as this node's claim wrote it: the base its outcome is decided on, with
+        # no read of the row (a compare-and-swap finds a change made since, and the outcome is decided
+        # again on a fresh read).
+        self._started: dict[tuple[int, str, int], Job] = {}
         # A claim's write failed and could not be read back: it may have landed. Until a pass has
         # reconciled this node's rows with what it runs, passes come soon.
         self._unsettled = False
         self._finished: queue.SimpleQueue[tuple[Occurrence, Result]] = queue.SimpleQueue()
         self._lock = threading.RLock()
         self._wake = threading.Event()
+        # Set with `_wake` by everything but a finished run: a wake-up that only a finished run caused,
+        # and whose outcome a pass has already recorded, needs no pass of its own.
+        self._poked = threading.Event()
         self._stopping = threading.Event()
         self._lease = LeaseKeeper(
             lambda: self.store.beat(self.id, self.clock.now()), self.settings.lease_beat, clock.monotonic
         )
         # Judging peers' leases pauses for a lease after this node's wall clock jumps forward.
         self._step_guard = StepGuard(self.settings.lease_ttl, tolerance=self.settings.lease_beat)
+        # When this node last looked for peers' runs whose lease ran out (monotonic seconds).
+        self._judged_at: float | None = None
+        self._judge_every = self.settings.lease_beat.total_seconds()
         self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
         self._audit_pruned_at: datetime | None = None
 
@@ -247,6 +256,12 @@ class Node:
     def _recover(self, now: datetime, report: PassReport) -> None:
         if not self._step_guard.may_judge(now, self.clock.monotonic()):
             return  # the wall clock just jumped ahead: peers' beats look old until they beat again
+        judged = self.clock.monotonic()
+        if self._running and self._judged_at is not None and judged - self._judged_at < self._judge_every:
+            # A busy node passes after every batch of runs; peers' leases are judged once a beat, which
+            # still finds a dead peer's runs within a lease, not once a pass.
+            return
+        self._judged_at = judged
         for job in self.store.orphans(now, self.settings.lease_ttl):
             flight = job.in_flight
             assert flight is not None
@@ -281,7 +296,7 @@ class Node:
         claims, so a busy node pays one durable write per slot's worth of firings, not two.
         """
         try:
-            finishing, finish_runs = self._finish_decisions(finished, now)
+            finishing, finish_runs = self._finish_decisions(finished, now, held=True)
         except Exception:
             self._requeue(finished)
             raise
@@ -406,14 +421,14 @@ class Node:
     # --- attempts -------------------------------------------------------------------------------
 
     def _dispatch(self, job: Job, occurrence: Occurrence) -> None:
-        self._started.add((job.id, occurrence.fire_id, occurrence.attempt))
+        self._started[(job.id, occurrence.fire_id, occurrence.attempt)] = job
         future = self._pool.submit(self._attempt, job, occurrence)
         self._running[job.id] = (occurrence, future)
         self._track_runs()
 
     def _recorded(self, occurrence: Occurrence) -> None:
         """The attempt's outcome is written (or waits in memory to be): it is no longer in doubt."""
-        self._started.discard((occurrence.job_id, occurrence.fire_id, occurrence.attempt))
+        self._started.pop((occurrence.job_id, occurrence.fire_id, occurrence.attempt), None)
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         """Runs on a worker thread; a claim never exceeds the free slots, so it starts at once."""
@@ -464,12 +479,23 @@ class Node:
         self._track_runs()
 
     def _finish_decisions(
-        self, done: list[tuple[Occurrence, Result]], now: datetime
+        self, done: list[tuple[Occurrence, Result]], now: datetime, held: bool = False
     ) -> tuple[list[tuple[Occurrence, Result, engine.Decision]], list[Run]]:
-        """The decisions and history rows of finished attempts (a deleted job's run is history only)."""
+        """The decisions and history rows of finished attempts (a deleted job's run is history only).
+
+        `held`: decided on the jobs as this node claimed them, where it holds them; else read afresh.
+        """
         decided: list[tuple[Occurrence, Result, engine.Decision]] = []
         runs: list[Run] = []
-        stored = self.store.get_many([occurrence.job_id for occurrence, _ in done]) if done else {}
+        known: dict[int, Job] = {}
+        if held and self.store.persistence is not Persistence.DEGRADED:
+            unreadable_before = self.store.unreadable  # such a row is read again, to see it repaired
+            for occurrence, _ in done:
+                claimed = self._started.get((occurrence.job_id, occurrence.fire_id, occurrence.attempt))
+                if claimed is not None and occurrence.job_id not in unreadable_before:
+                    known[occurrence.job_id] = claimed
+        unread = [occurrence.job_id for occurrence, _ in done if occurrence.job_id not in known]
+        stored = {**(self.store.get_many(unread) if unread else {}), **known}
         unreadable = self.store.unreadable
         for occurrence, result in done:
             if occurrence.job_id in unreadable:
@@ -536,6 +562,19 @@ class Node:
             if done and running:
                 # Group commit: runs that end within a moment of each other share one durable write.
                 wait(running, GROUP_COMMIT_WINDOW)
+
+    def _linger(self) -> None:
+        """Woken by a run that finished while others run: waits a moment for them (group commit).
+
+        Runs that end together then share one pass and one durable write, and the slots they free are
+        claimed together, instead of a pass (and a commit) per run while the other slots sit idle.
+        """
+        if self._finished.empty():
+            return
+        with self._lock:
+            running = [future for _, future in self._running.values() if not future.done()]
+        if running:
+            wait(running, GROUP_COMMIT_WINDOW)
 
     def tick(self) -> PassReport:
         """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
@@ -670,6 +709,7 @@ class Node:
     def wake(self) -> None:
         """Something changed: the loop re-reads the store now instead of at its next due instant. Another
         process may have written notifications (a CLI's run), so the delivery loop looks too."""
+        self._poked.set()
         self._wake.set()
         if self.on_notes is not None:
             self.on_notes()
@@ -714,10 +754,14 @@ class Node:
         while not self._stopping.is_set():
             try:
                 if booted:
-                    self._wake.wait(self.seconds_until_next_pass())
+                    woken = self._wake.wait(self.seconds_until_next_pass())
                     self._wake.clear()
                     if self._stopping.is_set():
                         break
+                    if woken and not self._poked.is_set() and self._finished.empty():
+                        continue  # a run finished whose outcome the last pass already recorded
+                    self._poked.clear()
+                    self._linger()
                     self.run_pass()
                 else:
                     self.boot()
@@ -733,6 +777,7 @@ class Node:
                 else:
                     log.warning("a scheduling pass failed again (%d in a row): %s", failures, error)
                 self._stopping.wait(delay)
+                self._poked.set()
                 self._wake.set()
 
     def interrupt_runs(self, why: str) -> None:
