@@ -167,11 +167,34 @@ class Client:
             replies.ListReply, "list", state=state, target=target, limit=limit, after_name=after_name
         )
 
-    def pause(self, name: str | None = None, *, job_id: int | None = None) -> replies.JobReply:
-        return self._typed(replies.JobReply, "pause", name=name, job_id=job_id)
+    def pause(
+        self, name: str | None = None, *, job_id: int | None = None, note: str | None = None
+    ) -> replies.JobReply:
+        return self._typed(replies.JobReply, "pause", name=name, job_id=job_id, note=note)
 
-    def resume(self, name: str | None = None, *, job_id: int | None = None) -> replies.JobReply:
-        return self._typed(replies.JobReply, "resume", name=name, job_id=job_id)
+    def resume(
+        self, name: str | None = None, *, job_id: int | None = None, note: str | None = None
+    ) -> replies.JobReply:
+        return self._typed(replies.JobReply, "resume", name=name, job_id=job_id, note=note)
+
+    def backfill(
+        self,
+        name: str | None = None,
+        *,
+        job_id: int | None = None,
+        start: str,
+        end: str,
+        dry_run: bool | None = None,
+    ) -> replies.BackfillReply:
+        """Runs the occurrences of [start, end) that never started (the protocol's `from` and `to`)."""
+        return self._typed(
+            replies.BackfillReply,
+            "backfill",
+            name=name,
+            job_id=job_id,
+            dry_run=dry_run,
+            **{"from": start, "to": end},
+        )
 
     def run_now(self, name: str | None = None, *, job_id: int | None = None) -> replies.RunNowReply:
         return self._typed(replies.RunNowReply, "run_now", name=name, job_id=job_id)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ALLOWED, BERLIN, Harness, at, make_harness
+from cronwright.client import Client
 from cronwright.clock import ManualClock
 from cronwright.protocol import Protocol
 from cronwright.service import Limits, Service
@@ -16,6 +17,7 @@ from cronwright.sources import Source
 from cronwright.store.sqlite import SqliteStore
 
 HOURLY = {"cron": "0 * * * *"}
+LATER = "2026-03-02T13:30:00+01:00"
 AGENT = Source("agent", targets=("reports.*",), max_schedules=2)
 
 
@@ -217,3 +219,13 @@ def test_once_the_history_is_full_what_it_may_have_pruned_is_left_out(tmp_path: 
     reply = protocol.dispatch(request, Source("cli", operator=True))
     assert (reply["ok"], reply["occurrences"]) == (True, [])  # 10:00 ran, though its run was pruned
     small.runner.close()
+
+
+def test_the_python_client_backfills_and_pauses_with_a_note(harness: Harness) -> None:
+    _missed_four(harness)
+    client = Client(lambda request: harness.protocol.dispatch(request, Source("cli", operator=True)))
+    dry = client.backfill("hourly", start="2026-03-02T09:30:00+01:00", end=LATER, dry_run=True)
+    assert (dry.dry_run, len(dry.occurrences), dry.queued) == (True, 4, 0)
+    assert client.backfill("hourly", start="2026-03-02T09:30:00+01:00", end=LATER).queued == 4
+    paused = client.pause("hourly", note="vendor outage")
+    assert paused.job.pause_note == "vendor outage"  # type: ignore[union-attr]
