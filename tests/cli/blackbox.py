@@ -186,3 +186,11 @@ def wait_for(what: str, condition: Callable[[], bool], timeout: float = 20.0) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (its python workers, its commands), read from /proc."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found

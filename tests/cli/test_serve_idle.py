@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pg
 
-from .blackbox import Cronwright, wait_for
+from .blackbox import Cronwright, children, wait_for
 from .test_serve import Lines
 
 # The window: long enough to catch a thread that wakes every second or two (uvicorn ticked every 0.1 s,
@@ -46,13 +46,6 @@ def switches(pid: int) -> dict[str, int]:
             fields["nonvoluntary_ctxt_switches"]
         )
     return counts
-
-
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
 
 
 def add_python_target(cw: Cronwright) -> None:
