@@ -163,8 +163,15 @@ class Service:
         # ask after next. Without a limit, every row (the contract's reply).
         limit = None if request.get("limit") is None else fields.integer(request, "limit", 1, LIST_PAGE_MAX)
         after_name = fields.text(request, "after_name", required=False)
+        made_by = fields.text(request, "source", required=False)
+        if made_by is not None and not source.sees(made_by):
+            return {"jobs": []}  # another source's: none this one may see
         jobs = self.store.jobs(
-            state, target, _own(source), after_name=after_name, limit=None if limit is None else limit + 1
+            state,
+            target,
+            _own(source) or made_by,
+            after_name=after_name,
+            limit=None if limit is None else limit + 1,
         )
         reply: dict[str, Any] = {"jobs": [self.row(job) for job in jobs[:limit]]}
         if limit is not None and len(jobs) > limit:

@@ -37,7 +37,7 @@ def test_an_unknown_field_far_from_any_lists_the_fields_there_are(harness: Harne
     reply = refused(harness, {"action": "list", "colour": "blue"}, "invalid", field="colour")
 
     assert "did you mean" not in reply["message"]
-    assert "after_name, limit, request_id, state, target" in reply["message"]
+    assert "after_name, limit, request_id, source, state, target" in reply["message"]
 
 
 def test_a_tz_beside_every_says_it_goes_with_cron(harness: Harness) -> None:

@@ -175,3 +175,11 @@ def test_the_api_still_wants_its_bearer_token(browser: Browser) -> None:
     browser.login("agent")
     # A dashboard session is no bearer token: the API beside it is as closed as before.
     assert browser.get("/v1/jobs").status_code == 401
+
+
+def test_a_source_has_no_source_filter_and_cannot_widen_its_list(browser: Browser) -> None:
+    browser.create("other", "others-report")
+    browser.login("agent")
+    listed = browser.get("/ui/", params={"source": "other"}).text
+    assert 'id="source"' not in listed
+    assert "others-report" not in listed

@@ -82,3 +82,13 @@ def test_a_link_posted_from_a_foreign_page_is_refused_and_not_spent(browser: Bro
     token = _token(browser)
     assert browser.post("/ui/login/link", {"token": token}, origin="http://evil.example").status_code == 403
     assert _redeem(browser, token) == 303
+
+
+def test_the_operator_filters_the_schedules_by_source(browser: Browser) -> None:
+    browser.create("agent", "agents-report")
+    browser.create("other", "others-report")
+    assert _redeem(browser, _token(browser)) == 303
+    listed = browser.get("/ui/", params={"source": "agent"}).text
+    assert "agents-report" in listed
+    assert "others-report" not in listed
+    assert 'id="source"' in listed

@@ -373,6 +373,13 @@ class ListJobs(Request):
     action: Literal["list"]
     state: Annotated[StateName | None, Field(description="Only schedules in this state.")] = None
     target: Annotated[Text | None, Field(description="Only schedules of this target.")] = None
+    source: Annotated[
+        Text | None,
+        Field(
+            description="Only schedules this source made (the operator's filter: any other source sees "
+            "only its own, so another's name lists none)."
+        ),
+    ] = None
     limit: Annotated[
         Limit | None,
         Field(description="At most this many (a page); next_after_name says where the next starts."),

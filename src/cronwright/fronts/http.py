@@ -183,7 +183,7 @@ class _Api:
         return _json(reply)
 
     async def jobs(self, request: Request) -> Response:
-        return await self._read(request, "list", {"state", "target", "limit", "after_name"})
+        return await self._read(request, "list", {"state", "target", "source", "limit", "after_name"})
 
     async def job(self, request: Request) -> Response:
         return await self.dispatch(request, {"action": "get", "name": request.path_params["name"]})

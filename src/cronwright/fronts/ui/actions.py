@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Route
 from cronwright.fronts.ui.context import ask, session
 from cronwright.fronts.ui.guard import form, same_origin
 from cronwright.fronts.ui.pages import refused
-from cronwright.fronts.ui.views import NOTES, page
+from cronwright.fronts.ui.views import NOTES, job_url, page
 
 VERBS = ("pause", "resume", "run_now", "approve", "reject", "delete")  # the verbs a button may post
 
@@ -18,7 +18,7 @@ VERBS = ("pause", "resume", "run_now", "approve", "reject", "delete")  # the ver
 def routes() -> list[BaseRoute]:
     return [
         Route("/actions/{verb}", act, methods=["POST"], name="act"),
-        Route("/delete/{name}", confirm_delete, methods=["GET"], name="confirm_delete"),
+        Route("/delete/{name:path}", confirm_delete, methods=["GET"], name="confirm_delete"),
     ]
 
 
@@ -48,7 +48,7 @@ async def act(request: Request) -> Response:
         return refused(request, reply)
     if verb in ("delete", "reject"):
         return RedirectResponse(request.url_for("schedules").path, status_code=303)
-    return RedirectResponse(request.url_for("schedule", name=reply["job"]["name"]).path, status_code=303)
+    return RedirectResponse(job_url(request, "schedule", reply["job"]["name"]), status_code=303)
 
 
 async def confirm_delete(request: Request) -> Response:

@@ -19,7 +19,7 @@ from cronwright.fronts.ui import forms
 from cronwright.fronts.ui.actions import checked_form
 from cronwright.fronts.ui.context import Reply, ask
 from cronwright.fronts.ui.pages import refused
-from cronwright.fronts.ui.views import page
+from cronwright.fronts.ui.views import job_url, page
 
 PREVIEW_COUNT = 10
 
@@ -28,8 +28,8 @@ def routes() -> list[BaseRoute]:
     return [
         Route("/new", new_schedule, methods=["GET"], name="new_schedule"),
         Route("/new", create_schedule, methods=["POST"], name="create_schedule"),
-        Route("/edit/{name}", edit_schedule, methods=["GET"], name="edit_schedule"),
-        Route("/edit/{name}", save_schedule, methods=["POST"], name="save_schedule"),
+        Route("/edit/{name:path}", edit_schedule, methods=["GET"], name="edit_schedule"),
+        Route("/edit/{name:path}", save_schedule, methods=["POST"], name="save_schedule"),
         Route("/preview", preview, methods=["GET"], name="preview"),
     ]
 
@@ -60,7 +60,7 @@ async def create_schedule(request: Request) -> Response:
     reply = await ask(request, "create_job", job=job, dry_run=True if dry else None)
     if dry or not reply.get("ok"):
         return await _form(request, shown, None, reply)
-    return RedirectResponse(request.url_for("schedule", name=reply["job"]["name"]).path, status_code=303)
+    return RedirectResponse(job_url(request, "schedule", reply["job"]["name"]), status_code=303)
 
 
 async def save_schedule(request: Request) -> Response:
@@ -82,11 +82,11 @@ async def save_schedule(request: Request) -> Response:
     if not changes:
         if dry:
             return await _form(request, shown, row, {"ok": True, "firings": got.get("next_firings", [])})
-        return RedirectResponse(request.url_for("schedule", name=row["name"]).path, status_code=303)
+        return RedirectResponse(job_url(request, "schedule", row["name"]), status_code=303)
     reply = await ask(request, "update", job_id=row["id"], changes=changes, dry_run=True if dry else None)
     if dry or not reply.get("ok"):
         return await _form(request, shown, row, reply)
-    return RedirectResponse(request.url_for("schedule", name=reply["job"]["name"]).path, status_code=303)
+    return RedirectResponse(job_url(request, "schedule", reply["job"]["name"]), status_code=303)
 
 
 async def preview(request: Request) -> Response:

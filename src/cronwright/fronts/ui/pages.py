@@ -18,6 +18,7 @@ from cronwright.fronts.ui.context import Reply, ask, caller
 from cronwright.fronts.ui.views import page
 
 PAGE = 50  # schedules a page
+NOTICES = 200  # the newest notifications a schedule's page looks through for its own
 STATES = ("pending", "active", "paused", "running", "expired", "done", "failed")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -25,7 +26,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 def routes() -> list[BaseRoute]:
     return [
         Route("/", schedules, methods=["GET"], name="schedules"),
-        Route("/schedules/{name}", schedule, methods=["GET"], name="schedule"),
+        Route("/schedules/{name:path}", schedule, methods=["GET"], name="schedule"),
         Route("/history", history, methods=["GET"], name="history"),
         Route("/timeline", timeline_page.timeline, methods=["GET"], name="timeline"),
         Route("/notifications", notifications, methods=["GET"], name="notifications"),
@@ -45,6 +46,7 @@ async def schedules(request: Request) -> Response:
     query = request.query_params
     state = query.get("state") or None
     target = query.get("target") or None
+    made_by = query.get("source") or None
     search = query.get("q") or ""
     after = query.get("after") or None
     if search and not set(search) <= _NAME_CHARS:
@@ -53,7 +55,9 @@ async def schedules(request: Request) -> Response:
         )
     if search and after is None:
         after = _just_before(search)
-    reply = await ask(request, "list", state=state, target=target, limit=PAGE, after_name=after)
+    reply = await ask(
+        request, "list", state=state, target=target, source=made_by, limit=PAGE, after_name=after
+    )
     if not reply.get("ok"):
         return refused(request, reply)
     jobs: list[dict[str, Any]] = reply["jobs"]
@@ -74,7 +78,7 @@ async def schedules(request: Request) -> Response:
 
 
 def _filters(query: Any) -> dict[str, str]:
-    return {key: query.get(key, "") for key in ("state", "target", "q")}
+    return {key: query.get(key, "") for key in ("state", "target", "source", "q")}
 
 
 def _just_before(prefix: str) -> str:
@@ -90,6 +94,9 @@ async def schedule(request: Request) -> Response:
     job = got["job"]
     runs = await ask(request, "history", job_id=job["id"], limit=20)
     audit = await ask(request, "audit", job_id=job["id"], limit=20)
+    # The protocol's notifications are not asked by job: this schedule's among the newest NOTICES.
+    notes = await ask(request, "notifications", limit=NOTICES)
+    alerts = [d for d in notes.get("deliveries", []) if (d.get("job") or {}).get("id") == job["id"]]
     return page(
         request,
         "schedule.html",
@@ -97,6 +104,7 @@ async def schedule(request: Request) -> Response:
         firings=got.get("next_firings", []),
         runs=runs.get("runs", []),
         entries=audit.get("entries", []),
+        alerts=alerts,
         words=plugins.describe(job),
         chart=plugins.runs_chart(runs.get("runs", [])),
     )

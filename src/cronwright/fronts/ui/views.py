@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from jinja2 import Environment, FileSystemLoader
+from jinja2 import Environment, FileSystemLoader, pass_context
+from jinja2.runtime import Context
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
@@ -25,6 +27,21 @@ _environment.filters["as_json"] = lambda value: json.dumps(
     value, indent=1, sort_keys=True, ensure_ascii=False
 )[:20000]
 templates = Jinja2Templates(env=_environment)
+_NAME = "__name__"
+
+
+def job_url(request: Request, route: str, name: str) -> str:
+    """The path of `route` for the schedule `name`, whatever it holds: a name hand-edited into a row
+    (a slash, a `?`) is quoted, never a route's error."""
+    return request.url_for(route, name=_NAME).path.replace(_NAME, quote(name, safe=""))
+
+
+@pass_context
+def _job_url(context: Context, route: str, name: str) -> str:
+    return job_url(context["request"], route, name)
+
+
+_environment.globals["job_url"] = _job_url
 
 # Which verbs take a note: those whose protocol request declares one.
 NOTES = {verb: "note" in MODELS[verb].model_fields for verb in ("pause", "resume", "approve", "reject")}
