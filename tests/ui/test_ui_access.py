@@ -183,3 +183,15 @@ def test_a_source_has_no_source_filter_and_cannot_widen_its_list(browser: Browse
     listed = browser.get("/ui/", params={"source": "other"}).text
     assert 'id="source"' not in listed
     assert "others-report" not in listed
+
+
+def test_pause_with_a_note_shows_it_and_audits_it(browser: Browser) -> None:
+    browser.create("agent", "nightly")
+    browser.login("agent")
+    assert 'id="pause-note"' in browser.get("/ui/schedules/nightly").text
+    assert browser.act("pause", "nightly", note="<b>disk full</b>").status_code == 303
+    assert _job(browser.app, "nightly")["pause_note"] == "<b>disk full</b>"
+    assert _audit(browser.app, "nightly")[0]["note"] == "<b>disk full</b>"
+    page = browser.get("/ui/schedules/nightly").text
+    assert "&lt;b&gt;disk full&lt;/b&gt;" in page
+    assert "<b>disk full</b>" not in page
