@@ -225,7 +225,10 @@ def _start_backfill(job: Job, now: datetime, rules: Rules) -> Decision:
     this only when no occurrence of the timetable is due, so the timetable's own come first."""
     nominal, rest = job.backfill[0], job.backfill[1:]
     started = job.evolve(backfill=rest, backfilled=job.backfilled + 1)
-    return claim(started, fires_at(job.id, job.schedule, nominal), now, rules, nominal=nominal)
+    due = fires_at(job.id, job.schedule, nominal)
+    claimed = claim(started, due, now, rules, nominal=nominal)
+    event = _event(EventKind.JOB_BACKFILLED, job, due=due, nominal=nominal, waiting=len(rest))
+    return replace(claimed, events=(*claimed.events, event))
 
 
 def _corrupt(job: Job, problem: str) -> Decision:

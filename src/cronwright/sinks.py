@@ -73,6 +73,9 @@ class MetricsSink:
             "Occurrences that waited for the one in flight (overlap buffer_one).",
             registry=registry,
         )
+        self.backfilled = Counter(
+            "cronwright_backfilled", "Backfilled occurrences that started (semantic 35).", registry=registry
+        )
         self.breaker_pauses = Counter(
             "cronwright_breaker_pauses", "Jobs paused by the failure breaker.", registry=registry
         )
@@ -97,6 +100,8 @@ class MetricsSink:
             )
         elif event.kind is EventKind.JOB_BUFFERED:
             self.buffered.inc()
+        elif event.kind is EventKind.JOB_BACKFILLED:
+            self.backfilled.inc()
         elif event.kind is EventKind.JOB_BREAKER_PAUSED:
             self.breaker_pauses.inc()
         elif event.kind is EventKind.JOB_EXPIRED:

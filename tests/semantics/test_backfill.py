@@ -8,11 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from conftest import ALLOWED, BERLIN, Harness, at, make_harness
 from cronwright.client import Client
 from cronwright.clock import ManualClock
+from cronwright.events import Event, EventKind
 from cronwright.protocol import Protocol
 from cronwright.service import Limits, Service
+from cronwright.sinks import MetricsSink
 from cronwright.sources import Source
 from cronwright.store.sqlite import SqliteStore
 
@@ -57,6 +61,7 @@ def test_a_backfill_runs_the_missed_occurrences_oldest_first_each_once(harness: 
     scheduled = [call.scheduled_for for call in harness.runner.calls]
     assert scheduled == [at(f"2026-03-02T{hour}:00:00+01:00") for hour in (10, 11, 12, 13)]
     assert len(set(harness.runner.fire_ids())) == 4
+    assert harness.events.kinds().count(EventKind.JOB_BACKFILLED) == 4
     for _ in range(2):
         again = _backfill(harness)
         assert (again["ok"], again["occurrences"], again["queued"]) == (True, [], 0)
@@ -229,3 +234,11 @@ def test_the_python_client_backfills_and_pauses_with_a_note(harness: Harness) ->
     assert client.backfill("hourly", start="2026-03-02T09:30:00+01:00", end=LATER).queued == 4
     paused = client.pause("hourly", note="vendor outage")
     assert paused.job.pause_note == "vendor outage"  # type: ignore[union-attr]
+
+
+def test_each_backfilled_start_is_counted_in_the_metrics() -> None:
+    registry = CollectorRegistry()
+    sink = MetricsSink(registry)
+    assert registry.get_sample_value("cronwright_backfilled_total") == 0
+    sink.emit(Event(EventKind.JOB_BACKFILLED, 1, "hourly"))
+    assert registry.get_sample_value("cronwright_backfilled_total") == 1
