@@ -63,8 +63,11 @@ class Browser:
 
 
 @contextmanager
-def served(tmp_path: Path) -> Iterator[tuple[App, Any, Links]]:
-    app = make_app(tmp_path)
+def served(
+    tmp_path: Path, sources: dict[str, dict[str, Any]] | None = None
+) -> Iterator[tuple[App, Any, Links]]:
+    """The app with `serving.SOURCES`, or these `[sources]`, and the HTTP app over it."""
+    app = make_app(tmp_path, sources)
     links = Links()
     try:
         yield app, create_app(app, links=links), links

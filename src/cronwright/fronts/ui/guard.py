@@ -35,7 +35,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        static = "/static/" in scope["path"]
+        static = scope["path"][len(scope.get("root_path", "")) :].startswith("/static/")
 
         async def send_guarded(message: Message) -> None:
             if message["type"] == "http.response.start":
