@@ -3,9 +3,10 @@
 
 One serve and one chromium for the browser module (not the session: Playwright's sync API keeps an
 event loop running while it is up, which would break later tests that call asyncio.run); each test gets
-a fresh browser context (its own cookies). The serve runs under faketime from FAKED_START (Thursday 2027-03-25, 12:00 in Berlin), so the
-week its timeline shows holds Berlin's spring-forward (2027-03-28T02:00+01:00 becomes 03:00+02:00); its
-clock then runs at the real rate, and the CLI is started at the same faked instant plus the time elapsed.
+a fresh browser context (its own cookies). The serve runs under faketime from FAKED_START (Thursday
+2027-03-25, 12:00 in Berlin), so the week its timeline shows holds Berlin's spring-forward
+(2027-03-28T02:00+01:00 becomes 03:00+02:00); its clock then runs at the real rate, and the CLI is
+started at the same faked instant plus the time elapsed.
 
 Screenshots go to $CRONWRIGHT_SCREENSHOTS, or to the session's tmp folder under `screenshots/`; the path is
 printed at the end of the session. The suite skips, saying why, only where chromium or Playwright is absent;
