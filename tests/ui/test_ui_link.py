@@ -92,3 +92,18 @@ def test_the_operator_filters_the_schedules_by_source(browser: Browser) -> None:
     assert "agents-report" in listed
     assert "others-report" not in listed
     assert 'id="source"' in listed
+
+
+def test_the_operators_nodes_page_shows_the_node_the_store_and_its_persistence(browser: Browser) -> None:
+    assert _redeem(browser, _token(browser)) == 303
+    page = browser.get("/ui/nodes").text
+    assert browser.app.node.id in page
+    status = browser.app.protocol.dispatch({"action": "status"}, browser.app.config.source("agent"))
+    assert status["node"]["persistence"] in page
+    assert "Runs in flight" in page
+
+
+def test_a_source_has_no_nodes_page(browser: Browser) -> None:
+    browser.login("agent")
+    assert browser.get("/ui/nodes").status_code == 403
+    assert "Nodes" not in browser.get("/ui/").text.split("<main")[0]

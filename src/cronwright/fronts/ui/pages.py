@@ -143,7 +143,15 @@ async def nodes(request: Request) -> Response:
     reply = await ask(request, "status")
     if not reply.get("ok"):
         return refused(request, reply)
-    return page(request, "nodes.html", node=reply["node"], counts=reply["counts"], running=reply["running"])
+    flying = await ask(request, "list", state="running", limit=PAGE)
+    return page(
+        request,
+        "nodes.html",
+        node=reply["node"],
+        counts=reply["counts"],
+        running=reply["running"],
+        in_flight=flying.get("jobs", []),
+    )
 
 
 def _whole(text: str | None) -> int | None:
