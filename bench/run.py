@@ -31,9 +31,22 @@ import bench_pool
 import bench_product
 import bench_scale
 import bench_throughput
+import bench_ui
 from common import BENCH, Row, log, machine, markdown_table, table, write_results
 
-SECTIONS = ("product", "lag", "rss", "idle", "multinode", "throughput", "latency", "scale", "cron", "pool")
+SECTIONS = (
+    "product",
+    "lag",
+    "rss",
+    "idle",
+    "ui",
+    "multinode",
+    "throughput",
+    "latency",
+    "scale",
+    "cron",
+    "pool",
+)
 
 
 def failed(section: str, error: BaseException) -> Row:
@@ -92,6 +105,8 @@ def main() -> None:
         "product_rounds": options.rounds or (1 if quick else 3),
         "lag_samples": 10 if quick else 60,
         "rss_schedules": options.rss_schedules or (100_000 if quick else 1_000_000),
+        "ui_schedules": bench_ui.SCHEDULES,
+        "ui_requests": 7 if quick else bench_ui.REQUESTS,
         "multinode_jobs": options.multinode_jobs or (150 if quick else 3_000),
         "multinode_rounds": options.multinode_rounds or (1 if quick else 3),
         "throughput_jobs": options.jobs or (200 if quick else 10_000),
@@ -115,6 +130,7 @@ def main() -> None:
         ),
         ("lag", lambda: bench_latency.lag_rows(sizes["lag_samples"])),
         ("rss", lambda: bench_product.rss_rows(sizes["rss_schedules"])),
+        ("ui", lambda: bench_ui.rows(sizes["ui_schedules"], sizes["ui_requests"])),
         ("multinode", lambda: multinode(sizes["multinode_jobs"], sizes["multinode_rounds"], details)),
         (
             "throughput",
