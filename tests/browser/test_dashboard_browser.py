@@ -35,6 +35,11 @@ def seeded(world: World) -> World:
     for name in ("agent-pause", "agent-csrf", "agent-keys", "agent-nojs", "agent-live"):
         world.create("agent", name)
     world.create("agent", "agent-hostile", action="hostile", schedule={"every": "1h"})
+    world.create(
+        "agent",
+        "agent-timeline",
+        schedule={"cron": "30 7 * * *", "tz": "Europe/Berlin", "jitter": "20m", "exclude": ["holidays"]},
+    )
     world.create("other", "other-secret")
     paused = world.call("agent", {"action": "pause", "name": "agent-hostile", "note": HOSTILE_NOTE})
     assert paused["ok"], paused
@@ -173,6 +178,18 @@ def test_the_timeline_shows_berlins_spring_forward(page: Page, seeded: World) ->
     # The daily 09:00 moves from +01:00 to +02:00 across the change, in the drawing's titles and the table.
     table = page.locator("table.cw-timeline-table").inner_text()
     assert "2027-03-27T09:00:00+01:00" in table and "2027-03-28T09:00:00+02:00" in table
+    # Jitter, an excluded date and the occurrence it takes out, in the drawing and in words.
+    lane = "agent-timeline"
+    expect(page.locator("svg.cw-timeline rect.cw-excluded-day")).to_have_count(1)
+    expect(page.locator("svg.cw-timeline g.cw-excluded")).to_have_count(1)
+    excluded = page.locator("svg.cw-timeline g.cw-excluded title").text_content() or ""
+    assert (
+        excluded == f"{lane}: 2027-03-29T07:30:00+02:00 excluded, 2027-03-29 is listed in calendar 'holidays'"
+    )
+    jittered = [t for t in page.locator("svg.cw-timeline g.cw-firing title").all_text_contents() if lane in t]
+    assert len(jittered) == 6 and all("(nominal " in t and ", jittered)" in t for t in jittered), jittered
+    assert "excluded: 2027-03-29 is listed in calendar 'holidays'" in table
+    assert "excluded date: 2027-03-29 is listed in calendar 'holidays'" in table
     shoot(page, seeded, "timeline-7d")
     page.goto("/ui/timeline")
     shoot(page, seeded, "timeline-24h")

@@ -106,6 +106,7 @@ def configure(cw: Cronwright) -> None:
         f"argv = {json.dumps(['/bin/sh', '-c', f'echo {_sh_quote(HOSTILE_OUTPUT)}'])}",
         'timeout = "1m"',
     ]
+    lines += ["", "[calendars.holidays]", 'dates = ["2027-03-29"]']
     for source, token in TOKENS.items():
         lines += ["", f"[sources.{source}]", f'token_sha256 = "{sha256(token)}"', 'targets = ["sh.*"]']
     cw.config.write_text(cw.config.read_text(encoding="utf-8") + "\n".join(lines) + "\n", encoding="utf-8")
