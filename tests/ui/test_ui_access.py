@@ -195,3 +195,17 @@ def test_pause_with_a_note_shows_it_and_audits_it(browser: Browser) -> None:
     page = browser.get("/ui/schedules/nightly").text
     assert "&lt;b&gt;disk full&lt;/b&gt;" in page
     assert "<b>disk full</b>" not in page
+
+
+def test_a_session_ends_twelve_hours_after_login_on_the_nodes_clock(browser: Browser) -> None:
+    from datetime import timedelta
+
+    from cronwright.clock import ManualClock
+
+    clock = browser.app.node.clock
+    assert isinstance(clock, ManualClock)
+    browser.login("agent")
+    clock.advance(timedelta(hours=11, minutes=59))
+    assert browser.get("/ui/", follow_redirects=False).status_code == 200
+    clock.advance(timedelta(minutes=1))
+    assert browser.get("/ui/", follow_redirects=False).status_code == 303
