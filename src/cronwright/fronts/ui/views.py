@@ -23,6 +23,7 @@ HERE = Path(__file__).parent
 _environment = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
 _environment.filters["schedule_text"] = render.schedule_text
 _environment.filters["firing_text"] = render.firing_text
+_environment.filters["main_changes"] = lambda entry: main_changes(entry)
 _environment.filters["as_json"] = lambda value: json.dumps(
     value, indent=1, sort_keys=True, ensure_ascii=False
 )[:20000]
@@ -42,6 +43,20 @@ def _job_url(context: Context, route: str, name: str) -> str:
 
 
 _environment.globals["job_url"] = _job_url
+
+# The fields an audit entry shows first, as `cronwright audit` does; the rest behind "Every field".
+_MAIN_FIELDS = ("state", "schedule", "args", "name", "next_run_at", "ends_at", "paused_by", "pause_note")
+
+
+def main_changes(entry: Any) -> list[tuple[str, Any]]:
+    """The changes of an audit entry worth a line: a create's or delete's state and schedule, or the
+    main fields an update changed (every field when it changed none of them)."""
+    changes = entry.get("changes") or {}
+    whole = entry.get("action") in ("create", "delete", "reject") or "id" in changes
+    wanted = ("state", "schedule") if whole else _MAIN_FIELDS
+    shown = [(name, changes[name]) for name in wanted if name in changes]
+    return shown or list(changes.items())
+
 
 # Which verbs take a note: those whose protocol request declares one.
 NOTES = {verb: "note" in MODELS[verb].model_fields for verb in ("pause", "resume", "approve", "reject")}
