@@ -20,6 +20,7 @@ class Changes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
+        self.closed = False
 
     def changed(self) -> None:
         with self._lock:
@@ -43,6 +44,11 @@ class Changes:
                     self._listeners.remove(listener)
 
         return stop
+
+    def close(self) -> None:
+        """The process is stopping: listeners are called once more, and find `closed` set."""
+        self.closed = True
+        self.changed()
 
     @property
     def listening(self) -> int:

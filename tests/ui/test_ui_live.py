@@ -53,3 +53,23 @@ def test_nothing_listens_for_changes_while_no_page_is_open(browser: Browser) -> 
 
 def test_the_stream_needs_a_session(browser: Browser) -> None:
     assert browser.get("/ui/events", headers={"Accept": "text/event-stream"}).status_code == 401
+
+
+def test_the_stream_ends_when_the_app_stops(browser: Browser) -> None:
+    browser.login("agent")
+    seen = _lines_until(browser, "never said", then=browser.app.changes.close)
+    assert "event: ready" in seen
+    assert "event: changed" not in seen
+
+
+def test_the_stream_ends_with_its_session(browser: Browser) -> None:
+    browser.create("agent", "nightly")
+    browser.login("agent")
+    token = browser.csrf()
+
+    def log_out_then_change() -> None:
+        browser.post("/ui/logout", {"csrf": token})
+        browser.create("agent", "later")
+
+    seen = _lines_until(browser, "never said", then=log_out_then_change)
+    assert "event: changed" not in seen

@@ -965,6 +965,7 @@ def serve(runtime: Runtime) -> None:
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
     links.withdraw(key_file, dashboard_links.key)
+    app.changes.close()  # ends the dashboard's event streams, which would hold up the HTTP server's stop
     http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
 
 

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from cronwright.fronts.ui.context import dashboard
+from cronwright.fronts.ui.context import dashboard, session
 
 PING = 30  # seconds between keep-alive comments, while a page is open
 SETTLE = 0.2  # seconds a burst of changes gets to end before the one event it makes
@@ -48,14 +48,20 @@ async def _changes(request: Request) -> AsyncIterator[dict[str, str]]:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(woken.set)
 
-    stop = dashboard(request).app.changes.listen(wake)
+    board = dashboard(request)
+    changes = board.app.changes
+    stop = changes.listen(wake)
     try:
         yield {"event": "ready", "data": "listening"}
         count = 0
         while True:
             await woken.wait()
+            if changes.closed:
+                return  # serve is stopping: the page's EventSource will try again, elsewhere or later
             await asyncio.sleep(SETTLE)
             woken.clear()
+            if board.sessions.find(session(request).id, board.now()) is None:
+                return  # logged out, or ended: the stream ends with its session
             count += 1
             yield {"event": "changed", "data": str(count)}
     finally:
