@@ -124,10 +124,16 @@ def log_in(page: Page, source: str) -> None:
 
 
 def shoot(page: Page, world: World, name: str) -> None:
-    """The page at desktop width and at 375 px, full length."""
-    for label, size in (("desktop", DESKTOP), ("375px", PHONE)):
+    """The page at desktop width and at 375 px, full length, and at 375 px in dark mode."""
+    for label, size, scheme in (
+        ("desktop", DESKTOP, "light"),
+        ("375px", PHONE, "light"),
+        ("375px-dark", PHONE, "dark"),
+    ):
+        page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
         page.set_viewport_size(size)
         page.screenshot(path=str(world.shots / f"{name}-{label}.png"), full_page=True)
+    page.emulate_media(color_scheme="light")
     page.set_viewport_size(DESKTOP)
 
 

@@ -19,7 +19,7 @@ def test_the_timeline_shows_a_sources_own_schedules_in_drawing_and_table(browser
     assert answer.status_code == 200
     text = answer.text
     assert '<svg class="cw-timeline"' in text
-    assert 'class="cw-timeline-table"' in text
+    assert 'class="cw-timeline-table rows"' in text
     assert "agents-report" in text
     assert "others-report" not in text
     assert (

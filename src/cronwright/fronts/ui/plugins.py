@@ -21,4 +21,6 @@ def describe(job: Mapping[str, Any]) -> str:
 
 def runs_chart(runs: Sequence[Mapping[str, Any]]) -> Markup | None:
     """The duration and outcome chart of these runs (newest first), as SVG charts.py has escaped."""
+    if not runs:
+        return None  # the page says "No runs yet." itself
     return Markup(charts.runs_chart(runs))

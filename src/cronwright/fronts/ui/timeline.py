@@ -335,7 +335,7 @@ def table(lanes: Sequence[Lane], window: Window, changes: Sequence[Transition]) 
             parts.append(f"<li>DST change: {esc(change.label)} at <time>{esc(when)}</time></li>")
         parts.append("</ul>")
     parts.append(
-        '<table class="cw-timeline-table"><caption>Coming firings, by schedule</caption><thead><tr>'
+        '<table class="cw-timeline-table rows"><caption>Coming firings, by schedule</caption><thead><tr>'
         '<th scope="col">Schedule</th><th scope="col">Fires at</th><th scope="col">Nominal</th>'
         '<th scope="col">Note</th></tr></thead><tbody>'
     )
@@ -357,8 +357,9 @@ def _table_lane(lane: Lane, window: Window) -> list[str]:
             note = "jittered"
         at = "" if firing.excluded else render(firing.at, zone)
         rows.append(
-            f'<tr><th scope="row">{head}</th><td><time>{esc(at)}</time></td>'
-            f"<td><time>{esc(render(firing.nominal, zone))}</time></td><td>{esc(note)}</td></tr>"
+            f'<tr><th scope="row">{head}</th><td data-label="Fires at"><time>{esc(at)}</time></td>'
+            f'<td data-label="Nominal"><time>{esc(render(firing.nominal, zone))}</time></td>'
+            f'<td data-label="Note">{esc(note)}</td></tr>'
         )
     for day in lane.excluded_days:
         rows.append(
