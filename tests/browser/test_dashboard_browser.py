@@ -7,6 +7,7 @@ Each page is also photographed at desktop width and at 375 px (see conftest.py f
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
 
@@ -164,6 +165,15 @@ def test_hostile_text_is_shown_as_text_and_never_runs(page: Page, seeded: World)
     assert page.locator("main img").count() == 0
     assert page.locator("main script").count() == 0
     shoot(page, seeded, "schedule-hostile")
+    # A hostile name cannot be made (the protocol refuses it), and one asked for by URL is refused
+    # without anything of it running.
+    refused = seeded.call("agent", {"action": "create_job", "job": {"name": HOSTILE_ARG, "target": "sh",
+                                    "action": "log", "schedule": {"every": "1h"}}})  # fmt: skip
+    assert refused["ok"] is False, refused
+    answer = page.goto("/ui/schedules/" + quote(HOSTILE_NOTE, safe=""))
+    assert answer is not None and answer.status == 404
+    page.wait_for_load_state("load")
+    assert page.locator("main img").count() == 0
     assert dialogs == []
 
 
