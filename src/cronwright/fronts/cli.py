@@ -199,6 +199,7 @@ def _warn_unreadable(reply: Reply) -> None:
 @cli.command("list")
 @declared(ListJobs, "state")
 @declared(ListJobs, "target")
+@declared(ListJobs, "source", metavar="S")
 @declared(ListJobs, "limit")
 @declared(ListJobs, "after_name", "--after", metavar="NAME")
 @click.option("--wide", is_flag=True, help="Every column, every instant in full ISO-8601, however wide.")
@@ -208,6 +209,7 @@ def list_jobs(
     runtime: Runtime,
     state: str | None,
     target: str | None,
+    source: str | None,
     limit: int | None,
     after_name: str | None,
     wide: bool,
@@ -232,7 +234,9 @@ def list_jobs(
             click.echo(f"More follow: add --after {shlex.quote(following)} for the next page.")
         _warn_unreadable(reply)
 
-    reply = runtime.call("list", state=state, target=target, limit=limit, after_name=after_name)
+    reply = runtime.call(
+        "list", state=state, target=target, source=source, limit=limit, after_name=after_name
+    )
     finish(reply, as_json, human)
 
 
