@@ -104,3 +104,15 @@ def test_a_sources_backfill_counts_against_its_quota_and_a_serve_runs_it_live(cw
     assert "backfill" in str(refused["message"])
     assert allowed["ok"], allowed
     assert len({line.split()[0] for line in cw.fires()}) == 4
+
+
+def test_one_missed_occurrence_is_said_in_the_singular(cw: Cronwright) -> None:
+    cw.add("hourly", "--cron", "0 * * * *", at=MADE)
+    cw.tick(at="2026-03-02T10:30:00+01:00")  # 10:00 was missed
+    one = ("--from", "2026-03-02T09:30:00+01:00", "--to", "2026-03-02T10:30:00+01:00")
+
+    dry = cw.ok("backfill", "hourly", *one, "--dry-run", at="2026-03-02T10:30:00+01:00").stdout
+    real = cw.ok("backfill", "hourly", *one, at="2026-03-02T10:30:00+01:00").stdout
+
+    assert "would queue 1 occurrence of hourly " in dry
+    assert real.startswith("queued 1 occurrence of hourly;")

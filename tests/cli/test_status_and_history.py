@@ -48,3 +48,12 @@ def test_history_pages_on_with_before(cw: Cronwright) -> None:
     )
     assert [run["scheduled_for"] for run in rest["runs"]] == ["2026-03-02T10:00:00+01:00"]
     assert "next_before" not in rest
+
+
+def test_show_of_a_schedule_that_never_ran_says_so_in_words(cw: Cronwright) -> None:
+    cw.add("fresh", "--cron", "0 10 * * *", at="2026-03-02T09:00:00+01:00")
+
+    lines = cw.ok("show", "fresh", at="2026-03-02T09:00:00+01:00").stdout.splitlines()
+
+    assert "    last: -" in lines
+    assert any(line.startswith("  policy: ") and ", 1 attempt, " in line for line in lines)

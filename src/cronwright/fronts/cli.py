@@ -269,6 +269,7 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
     def human(reply: Reply) -> None:
         job = reply["job"]
         last = job["last_run"] or {}
+        said = " ".join(str(last[key]) for key in ("fired_at", "outcome", "message") if last.get(key))
         waits = f" ({job['buffered_for']} waits)" if job.get("buffered_for") else ""
         render.details(
             [
@@ -279,12 +280,12 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 *_paused(job),
                 ("next", f"{job['next_run_at'] or '-'} ({render.relative(job['next_run_at'], _now())})"),
                 ("ends", job["ends_at"]),
-                ("last", " ".join(str(last.get(k, "")) for k in ("fired_at", "outcome", "message")) or "-"),
+                ("last", said or "-"),
                 ("failures", f"{job['consecutive_failures']} in a row (breaker: {job['breaker_threshold']})"),
                 ("skipped", f"{job['skipped']['overlap']} overlap, {job['skipped']['misfire']} misfire, "
                             f"{job['skipped'].get('calendar', 0)} calendar"),
                 ("policy", f"misfire {job['misfire']}, overlap {job.get('overlap', 'skip')}{waits}, "
-                           f"{job['max_attempts']} attempts, "
+                           f"{render.counted(job['max_attempts'], 'attempt')}, "
                            f"backoff {job['retry_backoff_ms']}ms"),
                 ("dedupe", f"{job['dedupe_key'] or '-'}{' (once)' if job['once'] else ''}"),
                 ("created", f"{job['created_at']} by {job['created_by']}"),
@@ -806,13 +807,14 @@ def _paused(job: Reply) -> list[tuple[str, str]]:
 def _say_backfill(reply: Reply) -> None:
     found = reply["occurrences"]
     name = reply["job"]["name"]
+    occurrences = render.counted(len(found) if reply.get("dry_run") else reply["queued"], "occurrence")
     if reply.get("dry_run"):
         quota = reply["quota"]
         limit = f" of {quota['max']}" if quota.get("max") is not None else ""
-        click.echo(f"dry run, nothing written: would queue {len(found)} occurrences of {name} "
+        click.echo(f"dry run, nothing written: would queue {occurrences} of {name} "
                    f"(quota {quota['used']}{limit})")  # fmt: skip
     elif found:
-        click.echo(f"queued {reply['queued']} occurrences of {name}; they run one at a time, oldest first")
+        click.echo(f"queued {occurrences} of {name}; they run one at a time, oldest first")
     else:
         click.echo(f"nothing to backfill for {name}: each occurrence of the range ran, waits or is excluded")
     for instant in found:

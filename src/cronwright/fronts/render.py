@@ -15,6 +15,11 @@ from rich.table import Table
 RUN_COLUMNS = ("FINISHED", "SCHEDULE", "FIRE_ID", "ATTEMPT", "OUTCOME", "TOOK", "MESSAGE")
 
 
+def counted(count: int, noun: str) -> str:
+    """'1 occurrence', '6 occurrences': a count with its noun, singular for one."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def relative(instant: str | None, now: datetime, units: int = 2) -> str:
     """How far `instant` lies from now, in the `units` largest units: 'in 2h 5m', '3d 4h ago'."""
     if instant is None:
