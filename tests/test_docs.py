@@ -38,3 +38,20 @@ def test_a_console_example_prints_what_the_docs_say(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == json.loads(expected), f"{doc}: {command}"
+
+
+def test_the_observability_doc_names_every_counter_and_event_the_node_emits() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from cronwright.events import SKIP_REASONS, EventKind
+    from cronwright.sinks import MetricsSink
+
+    registry = CollectorRegistry()
+    MetricsSink(registry)
+    text = (DOCS / "observability.md").read_text()
+    names = [family.name + ("_total" if family.type == "counter" else "") for family in registry.collect()]
+    assert names, "MetricsSink registered no family"
+    assert [name for name in names if f"`{name}" not in text] == []
+    assert [kind.value for kind in EventKind if f"`{kind.value}`" not in text] == []
+    skips = next(line for line in text.splitlines() if "`cronwright_skips_total{reason}`" in line)
+    assert [reason for reason in SKIP_REASONS if f"`{reason}`" not in skips] == []
