@@ -293,7 +293,9 @@ def load(explicit: str | None = None) -> Config:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
+        raise ConfigError(
+            f"config file {path} does not exist (`cronwright init` writes a starter one)"
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"config file {path} cannot be read: {error}") from error
     except tomllib.TOMLDecodeError as error:
@@ -308,7 +310,12 @@ def parse(raw: dict[str, Any], where: str = "config") -> Config:
     except ValidationError as error:
         first = error.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
-        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        # pydantic puts "Value error, " before the message of a validator's ValueError: the key says enough.
+        problem = (
+            "unknown key"
+            if first["type"] == "extra_forbidden"
+            else first["msg"].removeprefix("Value error, ")
+        )
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
         raise ConfigError(f"{where}: {key}: {problem}{more}") from None
     return config

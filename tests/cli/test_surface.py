@@ -83,7 +83,7 @@ def test_exit_2_on_a_usage_error(cw: Cronwright, args: tuple[str, ...]) -> None:
     ("text", "says"),
     [
         ("[node\n", "not valid TOML"),
-        ('[node]\nzone = "Mars/Base"\n', "node.zone"),
+        ('[node]\nzone = "Mars/Base"\n', "node.zone: unknown time zone 'Mars/Base'"),
         ('[node]\ncolour = "blue"\n', "node.colour: unknown key"),
         ('[node]\nmax_lifetime = "forever"\n', "node.max_lifetime"),
         ('[targets.x]\nkind = "telepathy"\n', "targets.x.kind"),
@@ -107,7 +107,9 @@ def test_a_missing_config_file_is_exit_2(tmp_path: Path) -> None:
     cw.config.unlink()
     result = cw.run("list")
     assert result.rc == 2
-    assert result.stderr.splitlines() == [f"cronwright: error: config file {cw.config} does not exist"]
+    assert result.stderr.splitlines() == [
+        f"cronwright: error: config file {cw.config} does not exist (`cronwright init` writes a starter one)"
+    ]
 
 
 # --- --json is the protocol's reply -----------------------------------------------------------------
