@@ -2,21 +2,21 @@
 
 The store is the truth. The node reads the jobs that are due, lets the engine decide, writes each
 decision as a compare-and-swap, and runs only the occurrences whose claim it won and made durable.
-Attempts run on a thread pool (the runner isolates the target code); their results come back through
-a queue and are recorded in batches by whoever runs the next pass, so one transaction records many.
+Three parts: the passes here, the dispatcher (dispatch.py: the runs in flight, whose outcomes come back
+through a queue and are recorded in batches by the next pass, so one transaction records many), and the
+lease keeper (lease.py: the beats, on a monotonic clock and a timer of their own).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import queue
 import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -25,10 +25,11 @@ from cronwright import engine
 from cronwright.audit import AuditEntry
 from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import Clock
+from cronwright.dispatch import Dispatcher, Finished
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.lease import LeaseKeeper, StepGuard
-from cronwright.model import Job, Occurrence, Outcome, Persistence, Result, Run
+from cronwright.model import Job, Occurrence, Persistence, Result, Run
 from cronwright.notify import detect
 from cronwright.notify.alerting import Alerting, StoreTransitions
 from cronwright.notify.model import Alert, Notification, Transition
@@ -123,26 +124,18 @@ class Node:
         self.rules = engine.Rules(
             self.id, self.settings.misfire_grace, self.settings.calendars, self.settings.zone
         )
-        self._runner = runner
         self._events = events
-        self._pool = ThreadPoolExecutor(self.settings.max_concurrency, thread_name_prefix="cronwright-run")
-        self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
-        # Every attempt this process started whose outcome is not yet recorded, by (job, fire_id,
-        # attempt): what tells a claim it never started from a run it did (semantic 29).
-        # Each maps to the job as this node's claim wrote it: the base its outcome is decided on, with
-        # no read of the row (a compare-and-swap finds a change made since, and the outcome is decided
-        # again on a fresh read).
-        self._started: dict[tuple[int, str, int], Job] = {}
         # A claim's write failed and could not be read back: it may have landed. Until a pass has
         # reconciled this node's rows with what it runs, passes come soon.
         self._unsettled = False
-        self._finished: queue.SimpleQueue[tuple[Occurrence, Result]] = queue.SimpleQueue()
         self._lock = threading.RLock()
         self._wake = threading.Event()
         # Set with `_wake` by everything but a finished run: a wake-up that only a finished run caused,
         # and whose outcome a pass has already recorded, needs no pass of its own.
         self._poked = threading.Event()
         self._stopping = threading.Event()
+        # The dispatcher runs what passes claimed; a run that ends wakes the loop to record it.
+        self.runs = Dispatcher(runner, self.settings.max_concurrency, self._wake.set, self._stopping)
         self._lease = LeaseKeeper(
             lambda: self.store.beat(self.id, self.clock.now()), self.settings.lease_beat, clock.monotonic
         )
@@ -165,7 +158,7 @@ class Node:
         """One scheduling pass at the clock's now: record what finished, recover, fire what is due."""
         with self._lock:
             now = self.clock.now()
-            finished = self._drain()
+            finished = self.runs.drain()
             try:
                 self.store.flush()
                 beaten = self._beat(now)
@@ -180,7 +173,7 @@ class Node:
                     self._reconcile()
                 self._recover(now, report)
             except Exception:
-                self._requeue(finished)
+                self.runs.requeue(finished)
                 raise
             if self._stopping.is_set():
                 self._record_all(finished, now)
@@ -213,9 +206,10 @@ class Node:
 
     def _track_runs(self) -> None:
         """The lease keeper beats on its own timer while runs are in flight, and sleeps while none are."""
-        if self._running:
+        busy = self.runs.in_flight() > 0
+        if busy:
             self._lease.start()
-        self._lease.busy(bool(self._running))
+        self._lease.busy(busy)
 
     def _reconcile(self) -> None:
         """Gives back this node's claims that landed unbeknown to it, and never started (semantic 29).
@@ -231,7 +225,7 @@ class Node:
             job
             for job in self.store.held(self.id)
             if job.in_flight is not None
-            and (job.id, job.in_flight.fire_id, job.in_flight.attempt) not in self._started
+            and not self.runs.started((job.id, job.in_flight.fire_id, job.in_flight.attempt))
         ]
         # Written like a claim (kept nowhere if it fails): a release that fails is found again.
         written = self.store.save([], claims=[engine.release(job) for job in stranded]) if stranded else []
@@ -257,7 +251,11 @@ class Node:
         if not self._step_guard.may_judge(now, self.clock.monotonic()):
             return  # the wall clock just jumped ahead: peers' beats look old until they beat again
         judged = self.clock.monotonic()
-        if self._running and self._judged_at is not None and judged - self._judged_at < self._judge_every:
+        if (
+            self.runs.in_flight()
+            and self._judged_at is not None
+            and judged - self._judged_at < self._judge_every
+        ):
             # A busy node passes after every batch of runs; peers' leases are judged once a beat, which
             # still finds a dead peer's runs within a lease, not once a pass.
             return
@@ -282,7 +280,7 @@ class Node:
                 self._noted(notes)
                 report.recovered.append(flight.fire_id)
 
-    def _tend_due(self, now: datetime, report: PassReport, finished: list[tuple[Occurrence, Result]]) -> None:
+    def _tend_due(self, now: datetime, report: PassReport, finished: list[Finished]) -> None:
         """Decides every due job, claiming firings while slots are free.
 
         Beyond max_concurrency a firing waits for a slot unclaimed: its job stays due, and the pass that
@@ -298,19 +296,19 @@ class Node:
         try:
             finishing, finish_runs = self._finish_decisions(finished, now, held=True)
         except Exception:
-            self._requeue(finished)
+            self.runs.requeue(finished)
             raise
         seen = {occurrence.job_id for occurrence, _ in finished}
         unrecorded = finished  # their runs are over, so their slots count as free
         settling = False
         while True:
-            free = max(self.settings.max_concurrency - len(self._running) + len(unrecorded), 0)
+            free = max(self.settings.max_concurrency - self.runs.in_flight() + len(unrecorded), 0)
             limit = free if free and not settling else free + DUE_CHUNK
             try:
                 due = self.store.due(now, limit)
             except Exception:
                 # The pass fails (the store is unreachable, say); the outcomes wait for the next one.
-                self._requeue(unrecorded)
+                self.runs.requeue(unrecorded)
                 raise
             batch = [job for job in due if job.id not in seen]
             seen.update(job.id for job in batch)
@@ -341,12 +339,11 @@ class Node:
                     self._emit(decision)
             for (occurrence, _, _), outcome in zip(finishing, written, strict=False):
                 if outcome is not Write.LOST:
-                    self._recorded(occurrence)
+                    self.runs.recorded(occurrence)
             if lost:
                 # Another writer changed these jobs first: decide again; their runs are recorded.
                 self._record_all(lost, now, with_runs=False)
-            for occurrence, _ in unrecorded:
-                self._running.pop(occurrence.job_id, None)
+            self.runs.freed(unrecorded)
             self._track_runs()
             finishing, finish_runs, unrecorded = [], [], []
             report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
@@ -421,51 +418,17 @@ class Node:
     # --- attempts -------------------------------------------------------------------------------
 
     def _dispatch(self, job: Job, occurrence: Occurrence) -> None:
-        self._started[(job.id, occurrence.fire_id, occurrence.attempt)] = job
-        future = self._pool.submit(self._attempt, job, occurrence)
-        self._running[job.id] = (occurrence, future)
+        self.runs.start(job, occurrence)
         self._track_runs()
-
-    def _recorded(self, occurrence: Occurrence) -> None:
-        """The attempt's outcome is written (or waits in memory to be): it is no longer in doubt."""
-        self._started.pop((occurrence.job_id, occurrence.fire_id, occurrence.attempt), None)
-
-    def _attempt(self, job: Job, occurrence: Occurrence) -> None:
-        """Runs on a worker thread; a claim never exceeds the free slots, so it starts at once."""
-        if self._stopping.is_set():
-            result = Result(Outcome.INTERRUPTED, "the node shut down before this run could start")
-        else:
-            try:
-                result = self._runner.run(job, occurrence)
-            except Exception as error:
-                log.exception("the runner failed on %s", occurrence.fire_id)
-                result = Result(Outcome.CRASHED, f"the runner failed: {error!r}"[:500])
-        self._finished.put((occurrence, result))
-        self._wake.set()
 
     def record_finished(self) -> int:
         """Records every attempt that has finished, in one transaction where it can. Returns how many."""
         with self._lock:
-            done = self._drain()
+            done = self.runs.drain()
             self._record_all(done, self.clock.now())
             return len(done)
 
-    def _requeue(self, finished: list[tuple[Occurrence, Result]]) -> None:
-        """Puts outcomes back for the next pass: a pass that fails before recording them loses none."""
-        for item in finished:
-            self._finished.put(item)
-
-    def _drain(self) -> list[tuple[Occurrence, Result]]:
-        done: list[tuple[Occurrence, Result]] = []
-        while True:
-            try:
-                done.append(self._finished.get_nowait())
-            except queue.Empty:
-                return done
-
-    def _record_all(
-        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool = True
-    ) -> None:
+    def _record_all(self, done: list[Finished], now: datetime, with_runs: bool = True) -> None:
         pending = done
         for _ in range(CAS_TRIES):
             if not pending:
@@ -474,12 +437,11 @@ class Node:
             # Another writer changed these jobs first (an overlap skip on another node, say): read them
             # again and decide again; their runs are already in the history.
             with_runs = False
-        for occurrence, _ in done:
-            self._running.pop(occurrence.job_id, None)
+        self.runs.freed(done)
         self._track_runs()
 
     def _finish_decisions(
-        self, done: list[tuple[Occurrence, Result]], now: datetime, held: bool = False
+        self, done: list[Finished], now: datetime, held: bool = False
     ) -> tuple[list[tuple[Occurrence, Result, engine.Decision]], list[Run]]:
         """The decisions and history rows of finished attempts (a deleted job's run is history only).
 
@@ -491,7 +453,7 @@ class Node:
         if held and self.store.persistence is not Persistence.DEGRADED:
             unreadable_before = self.store.unreadable  # such a row is read again, to see it repaired
             for occurrence, _ in done:
-                claimed = self._started.get((occurrence.job_id, occurrence.fire_id, occurrence.attempt))
+                claimed = self.runs.claimed(occurrence)
                 if claimed is not None and occurrence.job_id not in unreadable_before:
                     known[occurrence.job_id] = claimed
         unread = [occurrence.job_id for occurrence, _ in done if occurrence.job_id not in known]
@@ -501,36 +463,34 @@ class Node:
             if occurrence.job_id in unreadable:
                 # Its row cannot be read (edited by hand): it is not gone, so this is no deleted job's
                 # run. The outcome waits, its slot held, until the row can be read again.
-                self._finished.put((occurrence, result))
+                self.runs.requeue([(occurrence, result)])
                 continue
             decision = engine.finish(stored.get(occurrence.job_id), occurrence, result, now, self.rules)
             if decision is None:
                 runs.append(engine.run_of(occurrence, result, now, self.id))
-                self._recorded(occurrence)  # a deleted job's run is history only
+                self.runs.recorded(occurrence)  # a deleted job's run is history only
             else:
                 decided.append((occurrence, result, decision))
                 runs.extend(decision.runs)
         return decided, runs
 
-    def _record(
-        self, done: list[tuple[Occurrence, Result]], now: datetime, with_runs: bool
-    ) -> list[tuple[Occurrence, Result]]:
+    def _record(self, done: list[Finished], now: datetime, with_runs: bool) -> list[Finished]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
         decided, runs = self._finish_decisions(done, now)
         notes = self._notes(d for _, _, d in decided)
         written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [], notes=notes)
         self._noted(notes)
-        lost: list[tuple[Occurrence, Result]] = []
+        lost: list[Finished] = []
         for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
             if outcome is Write.LOST:
                 lost.append((occurrence, result))
             else:
                 self._emit(decision)
-                self._recorded(occurrence)
+                self.runs.recorded(occurrence)
         return lost
 
     def in_flight(self) -> int:
-        return len(self._running)
+        return self.runs.in_flight()
 
     def wait_for_runs(self, timeout: float | None = None) -> None:
         """Blocks until every attempt this node started has finished and been recorded.
@@ -542,7 +502,7 @@ class Node:
         beat = self.settings.lease_beat.total_seconds()
         while True:
             with self._lock:
-                futures = [future for _, future in self._running.values()]
+                futures = self.runs.futures()
             if not futures:
                 return
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -556,7 +516,7 @@ class Node:
     def _await_a_run(self) -> None:
         """Waits until a run finishes, or a lease beat's time has passed."""
         with self._lock:
-            futures = [future for _, future in self._running.values()]
+            futures = self.runs.futures()
         if futures:
             done, running = wait(futures, self.settings.lease_beat.total_seconds(), FIRST_COMPLETED)
             if done and running:
@@ -569,10 +529,10 @@ class Node:
         Runs that end together then share one pass and one durable write, and the slots they free are
         claimed together, instead of a pass (and a commit) per run while the other slots sit idle.
         """
-        if self._finished.empty():
+        if not self.runs.has_finished():
             return
         with self._lock:
-            running = [future for _, future in self._running.values() if not future.done()]
+            running = self.runs.futures(unfinished=True)
         if running:
             wait(running, GROUP_COMMIT_WINDOW)
 
@@ -580,10 +540,10 @@ class Node:
         """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
         for one; then it waits for every run it started and records it."""
         report = self.run_pass()  # its first beat announces the node, as boot's does
-        while self._running:
+        while self.runs.in_flight():
             self._await_a_run()
             passes = [self.run_pass()]  # records what finished, and claims the freed slots
-            if not self._running:
+            if not self.runs.in_flight():
                 # What was just recorded may have left an occurrence waiting for it (overlap
                 # buffer_one), due now: this tick starts it rather than leaving it to the next.
                 passes.append(self.run_pass())
@@ -604,9 +564,9 @@ class Node:
                 job = self.store.get(job_id)
                 if job is None:
                     raise NotFound(f"no job with id {job_id}")
-                if job.id in self._running:
+                if self.runs.runs(job.id):
                     raise JobRunning(f"'{job.name}' is running", state=job.state.value)
-                if len(self._running) >= self.settings.max_concurrency:
+                if self.runs.in_flight() >= self.settings.max_concurrency:
                     raise AtMaxConcurrency(
                         f"{self.settings.max_concurrency} runs are in flight (max_concurrency); try again "
                         "when one has finished"
@@ -717,13 +677,13 @@ class Node:
     def seconds_until_next_pass(self) -> float:
         now = self.clock.now()
         deadlines = [now + self.settings.safety_interval]
-        if len(self._running) < self.settings.max_concurrency:
+        if self.runs.in_flight() < self.settings.max_concurrency:
             # With every slot busy a due job waits for a slot, and the run that frees one wakes the node:
             # looking sooner would only find it still waiting, over and over.
             next_wake = self.store.next_wake()
             if next_wake is not None:
                 deadlines.append(next_wake)
-        if self._running:
+        if self.runs.in_flight():
             deadlines.append(now + self.settings.lease_beat)
         if self._unsettled:
             deadlines.append(now + PEER_LEASE_FLOOR)  # a claim may have landed unbeknown: reconcile soon
@@ -758,7 +718,7 @@ class Node:
                     self._wake.clear()
                     if self._stopping.is_set():
                         break
-                    if woken and not self._poked.is_set() and self._finished.empty():
+                    if woken and not self._poked.is_set() and not self.runs.has_finished():
                         continue  # a run finished whose outcome the last pass already recorded
                     self._poked.clear()
                     self._linger()
@@ -783,11 +743,11 @@ class Node:
     def interrupt_runs(self, why: str) -> None:
         """Stops every run in flight now, each recorded `interrupted` as it ends, and claims nothing
         more: for a short-lived process that is being stopped (semantic 28)."""
-        if self._running:
-            log.warning("%s: stopping %d runs in flight, recorded interrupted", why, len(self._running))
+        if self.runs.in_flight():
+            log.warning("%s: stopping %d runs in flight, recorded interrupted", why, self.runs.in_flight())
         self._stopping.set()
         self._wake.set()
-        self._runner.close()
+        self.runs.interrupt()
 
     def stop(self) -> None:
         """Stops claiming, lets runs in flight finish within the shutdown grace, and interrupts the rest."""
@@ -797,11 +757,11 @@ class Node:
             self.wait_for_runs(self.settings.shutdown_grace.total_seconds())
         except TimeoutError:
             log.warning("runs still in flight after the shutdown grace; they are interrupted")
-        self._runner.close()
+        self.runs.interrupt()
         self.wait_for_runs(10.0)
         self.record_finished()
         self._lease.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.runs.shutdown()
         if self._unsettled:
             # Once its beat is gone, a claim it never started would be taken for an interrupted run.
             with self._lock:

@@ -79,7 +79,7 @@ def on_disk(db: Path) -> dict[str, Any]:
 
 def finish_runs(harness: Harness) -> None:
     """Waits until every started attempt has returned, without recording it: a pass must do that."""
-    for _, future in list(harness.node._running.values()):
+    for future in harness.node.runs.futures():
         future.result(30)
 
 

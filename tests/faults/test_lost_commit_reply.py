@@ -55,7 +55,7 @@ def scenario(harness: Harness, fault: Fault, caplog: pytest.LogCaptureFixture) -
 
     def settle_runs() -> None:
         """Waits for every started attempt to return; a pass records it."""
-        for _, future in list(node._running.values()):
+        for future in node.runs.futures():
             future.result(10)
 
     def attempt_pass() -> None:

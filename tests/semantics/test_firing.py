@@ -251,7 +251,7 @@ def test_a_tick_reads_past_the_rows_of_runs_that_just_finished(clock: ManualCloc
     assert harness.node.run_pass().fired == ["1-1"]
     clock.set(at("2026-03-02T09:12:00+01:00"))
     gate.set()
-    for _, future in list(harness.node._running.values()):
+    for future in harness.node.runs.futures():
         future.result(10)  # the run is over; no pass has recorded it yet
 
     assert harness.node.tick().fired == ["2-1"]

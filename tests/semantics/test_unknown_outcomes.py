@@ -172,7 +172,7 @@ def test_runs_kept_in_memory_after_a_landed_save_are_replayed_without_a_double(l
     lossy.create("report", {"every": "1m"})
     lossy.clock.set(at("2026-03-02T09:01:00+01:00"))
     lossy.node.run_pass()
-    for _, future in list(lossy.node._running.values()):
+    for future in lossy.node.runs.futures():
         future.result(5)  # the run is over, not yet recorded
     lose_a_reply_unseen(lossy)  # the record of the run lands; the node keeps it in memory
     lossy.node.record_finished()

@@ -378,7 +378,7 @@ def test_the_workers_of_a_burst_that_ends_together_all_stay_warm(tmp_path: Path)
         f'[targets.h]\nkind = "python"\nmodule = "holder"\npath = ["{tmp_path}/scripts"]\n'
     )
     runtime = Runtime(str(tmp_path / "cronwright.toml"))
-    runner = runtime.app().node._runner
+    runner = runtime.app().node.runs.runner
     assert isinstance(runner, TargetRunner)
     gate = tmp_path / "gate"
 

@@ -929,7 +929,7 @@ def serve(runtime: Runtime) -> None:
 
     dashboard_links = links.Links()
     http = _http_server(app, on_exit=stop.set, links=dashboard_links)
-    runner = app.node._runner
+    runner = app.node.runs.runner
     warm = getattr(runner, "warm", None)
     if callable(warm):
         warm()

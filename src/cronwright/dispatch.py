@@ -1,0 +1,126 @@
+"""The runs in flight: the dispatcher half of a node (the passes decide; this runs what they claimed).
+
+Each attempt runs on a thread of its own, and the runner isolates the target code in a worker process, a
+command's process group or an http call. An outcome comes back through a queue, and the next pass records
+it: one transaction records many. The dispatcher remembers every attempt it started until its outcome is
+recorded, with the job as the claim wrote it: that tells a claim that never started from a run that did
+(semantic 29), and is the base the outcome is decided on.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from cronwright.model import Job, Occurrence, Outcome, Result
+from cronwright.runner import Runner
+
+log = logging.getLogger("cronwright.node")
+
+Finished = tuple[Occurrence, Result]
+Attempt = tuple[int, str, int]  # (job id, fire_id, attempt)
+
+
+def attempt_of(occurrence: Occurrence) -> Attempt:
+    return (occurrence.job_id, occurrence.fire_id, occurrence.attempt)
+
+
+class Dispatcher:
+    """Starts claimed attempts at once (a claim never exceeds the free slots) and collects their outcomes.
+
+    `finished` is called from a run's thread after its outcome is queued; `stopping` set means an attempt
+    not yet begun ends `interrupted` instead of running.
+    """
+
+    def __init__(
+        self, runner: Runner, slots: int, finished: Callable[[], None], stopping: threading.Event
+    ) -> None:
+        self.runner = runner
+        self.slots = slots
+        self._notify = finished
+        self._stopping = stopping
+        self._pool = ThreadPoolExecutor(slots, thread_name_prefix="cronwright-run")
+        # The attempt in flight of each job, by job id, until its outcome is recorded.
+        self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
+        self._started: dict[Attempt, Job] = {}
+        self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+
+    # --- starting -------------------------------------------------------------------------------
+
+    def start(self, job: Job, occurrence: Occurrence) -> None:
+        """Runs an attempt whose claim is durable; `job` is the row as the claim wrote it."""
+        self._started[attempt_of(occurrence)] = job
+        future = self._pool.submit(self._attempt, job, occurrence)
+        self._running[job.id] = (occurrence, future)
+
+    def _attempt(self, job: Job, occurrence: Occurrence) -> None:
+        if self._stopping.is_set():
+            result = Result(Outcome.INTERRUPTED, "the node shut down before this run could start")
+        else:
+            try:
+                result = self.runner.run(job, occurrence)
+            except Exception as error:
+                log.exception("the runner failed on %s", occurrence.fire_id)
+                result = Result(Outcome.CRASHED, f"the runner failed: {error!r}"[:500])
+        self._finished.put((occurrence, result))
+        self._notify()
+
+    # --- what is in flight ----------------------------------------------------------------------
+
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    def runs(self, job_id: int) -> bool:
+        return job_id in self._running
+
+    def started(self, attempt: Attempt) -> bool:
+        """Whether this process started that attempt and has not recorded its outcome yet."""
+        return attempt in self._started
+
+    def claimed(self, occurrence: Occurrence) -> Job | None:
+        """The job as this node's claim of `occurrence` wrote it, while its outcome is unrecorded."""
+        return self._started.get(attempt_of(occurrence))
+
+    def futures(self, unfinished: bool = False) -> list[Future[None]]:
+        running = [future for _, future in self._running.values()]
+        return [future for future in running if not future.done()] if unfinished else running
+
+    # --- outcomes -------------------------------------------------------------------------------
+
+    def drain(self) -> list[Finished]:
+        """Every outcome queued so far."""
+        done: list[Finished] = []
+        while True:
+            try:
+                done.append(self._finished.get_nowait())
+            except queue.Empty:
+                return done
+
+    def requeue(self, finished: list[Finished]) -> None:
+        """Puts outcomes back for a later pass: a pass that fails before recording them loses none."""
+        for item in finished:
+            self._finished.put(item)
+
+    def has_finished(self) -> bool:
+        return not self._finished.empty()
+
+    def recorded(self, occurrence: Occurrence) -> None:
+        """The attempt's outcome is written (or waits in memory to be): it is no longer in doubt."""
+        self._started.pop(attempt_of(occurrence), None)
+
+    def freed(self, finished: list[Finished]) -> None:
+        """These attempts are over and recorded: their slots are free."""
+        for occurrence, _ in finished:
+            self._running.pop(occurrence.job_id, None)
+
+    # --- stopping -------------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Stops what runs now: each such attempt ends `interrupted`, and its outcome is queued."""
+        self.runner.close()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
