@@ -35,6 +35,10 @@ from cronwright.store.codec import instant, micros
 from cronwright.store.sqlite import SqliteStore
 
 BENCH = Path(__file__).resolve().parent
+# The processes the bench starts (`serve`, `tick`, the python workers) run as an installed cronwright does,
+# from compiled bytecode: a machine that sets PYTHONDONTWRITEBYTECODE would otherwise make every one of
+# them compile every module it imports, a cost no installed copy pays (pip compiles at install).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 RESULTS = BENCH / "results"
 # The worker count of every side: cronwright's max_concurrency, and the peers' thread pools.
 WORKERS = 16

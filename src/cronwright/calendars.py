@@ -16,16 +16,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import holidays
-import icalendar
-from dateutil.rrule import rrulestr
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cronwright.errors import ConfigError, Refusal
 from cronwright.timing.iso import as_utc
+
+if TYPE_CHECKING:
+    import holidays
+
+# `holidays`, `icalendar` and dateutil are imported where a calendar needs them: every CLI call imports this
+# module, and `holidays` alone (a module per country) costs more than the rest of a `tick`'s imports.
 
 # The most dates one ICS file (its recurring events expanded) may add: a bound on the work of loading it.
 MAX_ICS_DATES = 100_000
@@ -174,6 +177,8 @@ def build(name: str, config: CalendarConfig, folder: Path) -> Calendar:
         dates |= read_ics(path if path.is_absolute() else folder / path, name)
     table: holidays.HolidayBase | None = None
     if config.country is not None:
+        import holidays
+
         try:
             table = holidays.country_holidays(config.country, subdiv=config.subdivision)
         except NotImplementedError as error:
@@ -196,6 +201,8 @@ def read_ics(path: Path, name: str) -> set[date]:
         data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"calendars.{name}: ics file {path} cannot be read: {error}") from error
+    import icalendar
+
     try:
         calendar = icalendar.Calendar.from_ical(data)
     except ValueError as error:
@@ -254,6 +261,8 @@ def _covered(start: Any, length: timedelta) -> set[date]:
 
 
 def _recurrences(event: Any, start: Any) -> Iterator[Any]:
+    from dateutil.rrule import rrulestr
+
     rule_text = event.get("RRULE").to_ical().decode()
     anchor = start if isinstance(start, datetime) else datetime(start.year, start.month, start.day)
     rule = rrulestr(rule_text, dtstart=anchor)
