@@ -34,7 +34,11 @@ def entry(record: logging.LogRecord, zone: ZoneInfo) -> dict[str, Any]:
     fields = fields if isinstance(fields, Mapping) else {}
     if "event" not in fields:  # an event's message is its fields again
         line["message"] = record.getMessage()
-    line.update(fields)
+    # An instant among the fields (a skip's `due`, a backfill's `nominal`) reads as `time` does.
+    line.update(
+        (key, value.astimezone(zone).isoformat() if isinstance(value, datetime) else value)
+        for key, value in fields.items()
+    )
     if record.exc_info:
         line["error"] = logging.Formatter().formatException(record.exc_info)
     return line

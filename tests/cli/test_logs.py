@@ -46,6 +46,15 @@ def test_tick_logs_a_json_line_per_run_with_its_time_and_offset(cw: Cronwright) 
     assert [(line["job"], line["level"]) for line in failed] == [("flaky", "warning")]
 
 
+@needs_faketime
+def test_an_instant_among_an_events_fields_is_iso_8601_in_the_node_zone(cw: Cronwright) -> None:
+    cw.add("hourly", "--cron", "0 * * * *", at=NOW)
+    ticked = cw.run("tick", at="2026-03-02T12:30:00+01:00")  # 10:00 and 11:00 were missed
+    assert ticked.rc == 0, ticked
+    skipped = [line for line in logged(ticked.stderr) if line.get("event") == "job_skipped"]
+    assert [(line["reason"], line["due"]) for line in skipped] == [("misfire", "2026-03-02T10:00:00+01:00")]
+
+
 LEAKY = """
 [targets.leaky]
 kind = "command"
