@@ -116,3 +116,13 @@ def test_one_missed_occurrence_is_said_in_the_singular(cw: Cronwright) -> None:
 
     assert "would queue 1 occurrence of hourly " in dry
     assert real.startswith("queued 1 occurrence of hourly;")
+
+
+def test_a_refused_range_names_the_option_that_gave_it(cw: Cronwright) -> None:
+    cw.add("hourly", "--cron", "0 * * * *", at=MADE)
+
+    unreadable = cw.run("backfill", "hourly", "--from", "yesterday", "--to", LATER, at=LATER)
+    backwards = cw.run("backfill", "hourly", "--from", LATER, "--to", MADE, at=LATER)
+
+    assert unreadable.rc == 1 and "refused: invalid (--from): from 'yesterday'" in unreadable.stderr
+    assert backwards.rc == 1 and "refused: invalid (--to): to must be after from" in backwards.stderr

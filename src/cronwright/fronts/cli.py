@@ -144,7 +144,8 @@ def finish(reply: Reply, as_json: bool, human: Callable[[Reply], None]) -> None:
 
 # The request fields the CLI reads its own way, by the option or argument that gives them.
 _FLAGS = {"name": "NAME", "schedule": "--cron/--every/--at", "run_at": "--at", "args": "--args",
-          "retry_backoff_ms": "--retry-backoff", "after_name": "--after", "expression": "EXPR"}  # fmt: skip
+          "retry_backoff_ms": "--retry-backoff", "after_name": "--after", "expression": "EXPR",
+          "from": "--from"}  # fmt: skip
 
 
 def _flag_for(field: str) -> str:
