@@ -182,7 +182,10 @@ def build(name: str, config: CalendarConfig, folder: Path) -> Calendar:
         try:
             table = holidays.country_holidays(config.country, subdiv=config.subdivision)
         except NotImplementedError as error:
-            raise ConfigError(f"calendars.{name}: {error}") from None
+            raise ConfigError(
+                f"calendars.{name}: {error}: country is an ISO 3166-1 code such as DE, and subdivision"
+                " one of its regions such as BY (see the holidays package's list)"
+            ) from None
     elif config.subdivision is not None:
         raise ConfigError(f"calendars.{name}: subdivision {config.subdivision!r} needs a country")
     return Calendar(name, frozenset(dates), tuple(config.ranges), config.country, config.subdivision, table)

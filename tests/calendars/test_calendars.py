@@ -52,9 +52,9 @@ def test_country_and_region_holidays_come_from_the_holidays_package(tmp_path: Pa
 
 
 def test_an_unknown_country_or_region_stops_the_config(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"calendars\.holidays: Country XX not available"):
+    with pytest.raises(ConfigError, match=r"calendars\.holidays: Country XX not available: country is an"):
         calendar_of(tmp_path, country="XX")
-    with pytest.raises(ConfigError, match="subdivision ZZ"):
+    with pytest.raises(ConfigError, match="subdivision ZZ: country is an ISO 3166-1 code such as DE"):
         calendar_of(tmp_path, country="DE", subdivision="ZZ")
     with pytest.raises(ConfigError, match="needs a country"):
         calendar_of(tmp_path, subdivision="BY")
