@@ -14,7 +14,14 @@ from cronwright.model import Outcome
 
 # Runs last from milliseconds (an http ping) to hours (a backup): buckets from 50ms to 6h.
 RUN_SECONDS_BUCKETS = (0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 6 * 3600, float("inf"))
-_INFO = (EventKind.JOB_RUN, EventKind.JOB_SKIPPED, EventKind.JOB_PERSISTENCE_RECOVERED)
+# Normal operation logs at info; the rest (a failed run, a breaker, a degraded store...) at warning.
+_INFO = (
+    EventKind.JOB_RUN,
+    EventKind.JOB_SKIPPED,
+    EventKind.JOB_PERSISTENCE_RECOVERED,
+    EventKind.JOB_BUFFERED,
+    EventKind.JOB_BACKFILLED,
+)
 
 
 class LogSink:

@@ -46,6 +46,7 @@ from cronwright.declare.requests import (
     Update,
 )
 from cronwright.declare.types import Flag, whole
+from cronwright.fronts.render import counted
 from cronwright.node import Node
 from cronwright.protocol import Protocol
 from cronwright.sources import Source
@@ -393,11 +394,13 @@ def _backfilled(reply: Mapping[str, Any]) -> str:
     shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
     name = reply["job"]["name"]
     if reply.get("dry_run"):
-        said = f"dry run, nothing written: a backfill of '{name}' would queue {len(found)} occurrences"
+        would = counted(len(found), "occurrence")
+        said = f"dry run, nothing written: a backfill of '{name}' would queue {would}"
     elif not found:
         said = f"nothing to backfill for '{name}': every occurrence of the range ran, waits, or is excluded"
     else:
-        said = f"queued {reply['queued']} occurrences of '{name}' to run one at a time, oldest first"
+        queued = counted(reply["queued"], "occurrence")
+        said = f"queued {queued} of '{name}' to run one at a time, oldest first"
     said += f": {shown}" if found else ""
     if reply.get("more"):
         said += f"; the range holds more: call again from {reply.get('next_from')}"
