@@ -87,7 +87,7 @@ class Runtime:
                 registry = build_registry(config)
                 # As many idle workers as runs may be in flight: a burst that ends together must not see
                 # all but a few workers killed, only to start them again for the next firings.
-                pool = Pool(max_idle=config.node.max_concurrency)
+                pool = Pool(max_idle=config.node.max_concurrency, spare=serving)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
                 self._app = build(config, runner, registry, seed=boot, serving=serving, short_lived=not boot)
             except (ConfigError, StoreError) as error:

@@ -251,9 +251,16 @@ class Pool:
     """
 
     def __init__(
-        self, max_idle: int = 4, startup_timeout: float = _STARTUP_TIMEOUT, max_runs: int = 1000
+        self,
+        max_idle: int = 4,
+        startup_timeout: float = _STARTUP_TIMEOUT,
+        max_runs: int = 1000,
+        spare: bool = False,
     ) -> None:
         self.max_idle = max_idle
+        # A serving node keeps one worker started beside those in use: a firing that comes while the
+        # others run (two jobs due in the same second) finds it warm instead of paying a cold start.
+        self.spare = spare
         self.startup_timeout = startup_timeout
         self.max_runs = (
             max_runs  # a worker is recycled after this many runs, so leaks in target code stay small
@@ -345,11 +352,14 @@ class Pool:
                     raise _StartFailed(Finished("interrupted", "the node is shutting down"))
                 slots = self._slots.setdefault(spec, _Slots())
                 worker = slots.idle.pop() if slots.idle else None
+                last = not slots.idle
             if worker is None:
                 break
             if not worker.stale():
                 with self._lock:
                     self._busy.add(worker)
+                if last and self.spare:
+                    self.warm(spec)
                 return worker
             worker.kill()  # died while idle, or its code changed on disk: a fresh one imports the new code
         worker = _Worker(spec, self.startup_timeout)
