@@ -328,6 +328,24 @@ def test_warm_starts_a_worker_before_the_first_firing(make_runner: MakeRunner, t
     assert run(runner, "greet", {"name": "warm"}).outcome is Outcome.OK
 
 
+def test_a_spare_pool_starts_a_worker_beside_the_one_taken(make_runner: MakeRunner, tmp_path: Path) -> None:
+    """serve's pool (spare=True): taking the last warm worker starts another in the background, so a firing
+    that comes while the first runs finds one warm; a plain pool (tick, the CLI) starts none."""
+    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    for spare, idle_after in ((True, 2), (False, 1)):
+        pool = Pool(spare=spare)
+        registry, runner = make_runner(
+            {"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}}, pool=pool
+        )
+        [spec] = registry.python_workers()
+        runner.warm()
+        pool.wait_warm()
+        assert run(runner, "greet", {"name": "one"}).outcome is Outcome.OK
+        pool.wait_warm()
+        assert pool.idle(spec) == idle_after, spare
+        runner.close()
+
+
 def test_the_worker_environment_holds_only_the_allowlist(
     make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
