@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from faketime import faketime_env, needs_faketime
 
@@ -194,3 +198,45 @@ def children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(child) for child in (task / "children").read_text().split()]
     return found
+
+
+class Lines:
+    """Drains a pipe on a thread (so the child never blocks on it) and keeps every line it read."""
+
+    def __init__(self, pipe: IO[str] | None) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[str] | None) -> None:
+        assert pipe is not None
+        for line in pipe:
+            self._queue.put(line)
+
+    def join(self) -> None:
+        """Waits for the end of the pipe (the child has exited)."""
+        self._thread.join(10)
+
+    def saw(self, text: str) -> bool:
+        while not self._queue.empty():
+            self.seen.append(self._queue.get())
+        return any(text in line for line in self.seen)
+
+
+@contextmanager
+def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
+    """A real `cronwright serve` of `cw`, listening; stopped with SIGTERM (killed if it lingers) after."""
+    with cw.popen("serve") as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
+            yield serve
+        finally:
+            if serve.poll() is None:
+                serve.send_signal(signal.SIGTERM)
+                try:
+                    serve.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    serve.kill()
+            stderr.join()

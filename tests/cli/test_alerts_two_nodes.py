@@ -6,34 +6,15 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import pg
 from notify.receivers import http_receiver
 
-from .blackbox import Cronwright, wait_for
+from .blackbox import Cronwright, children, serving, wait_for
 from .test_alert_scenarios import check_envelopes, delivered, with_alerts
-from .test_serve import Lines, soon
-from .test_serve_idle import children
-
-
-@contextmanager
-def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
-    with cw.popen("serve") as serve:
-        stderr = Lines(serve.stderr)
-        try:
-            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
-            yield serve
-        finally:
-            if serve.poll() is None:
-                serve.send_signal(signal.SIGTERM)
-                try:
-                    serve.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    serve.kill()
-            stderr.join()
+from .test_serve import soon
 
 
 def shell_child(serve: subprocess.Popen[str]) -> bool:

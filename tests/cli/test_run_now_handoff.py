@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from .blackbox import CRONWRIGHT, Cronwright, wait_for
-from .test_serve import Lines
+from .blackbox import CRONWRIGHT, Cronwright, serving, wait_for
 
 # Short leases, so that a hand-off to a node that died is taken back within seconds.
 LEASES = {"lease_beat": "1s", "lease_ttl": "3s"}
@@ -33,23 +29,6 @@ def cw(tmp_path: Path) -> Cronwright:
     if not CRONWRIGHT.exists():
         pytest.skip(f"the cronwright binary is not installed next to {CRONWRIGHT.parent}")
     return Cronwright(tmp_path, **LEASES)
-
-
-@contextmanager
-def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
-    with cw.popen("serve") as serve:
-        stderr = Lines(serve.stderr)
-        try:
-            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=20)
-            yield serve
-        finally:
-            if serve.poll() is None:
-                serve.send_signal(signal.SIGTERM)
-                try:
-                    serve.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    serve.kill()
-            stderr.join()
 
 
 def runs(cw: Cronwright, name: str) -> list[dict[str, Any]]:

@@ -4,38 +4,11 @@ and SIGTERM stops it cleanly."""
 from __future__ import annotations
 
 import json
-import queue
 import signal
 import subprocess
-import threading
 from datetime import UTC, datetime, timedelta
-from typing import IO
 
-from .blackbox import Cronwright, wait_for
-
-
-class Lines:
-    """Drains a pipe on a thread (so the child never blocks on it) and keeps every line it read."""
-
-    def __init__(self, pipe: IO[str] | None) -> None:
-        self.seen: list[str] = []
-        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _read(self, pipe: IO[str] | None) -> None:
-        assert pipe is not None
-        for line in pipe:
-            self._queue.put(line)
-
-    def join(self) -> None:
-        """Waits for the end of the pipe (the child has exited)."""
-        self._thread.join(10)
-
-    def saw(self, text: str) -> bool:
-        while not self._queue.empty():
-            self.seen.append(self._queue.get())
-        return any(text in line for line in self.seen)
+from .blackbox import Cronwright, Lines, wait_for
 
 
 def soon(seconds: int) -> str:
