@@ -43,8 +43,9 @@ class Dispatcher:
         self._notify = finished
         self._stopping = stopping
         self._pool = ThreadPoolExecutor(slots, thread_name_prefix="cronwright-run")
-        # The attempt in flight of each job, by job id, until its outcome is recorded.
-        self._running: dict[int, tuple[Occurrence, Future[None]]] = {}
+        # The attempt in flight of each occurrence, by (job id, fire_id), until its outcome is recorded:
+        # a job whose overlap policy lets occurrences run side by side has one entry for each.
+        self._running: dict[tuple[int, str], tuple[Occurrence, Future[None]]] = {}
         self._started: dict[Attempt, Job] = {}
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
 
@@ -54,7 +55,7 @@ class Dispatcher:
         """Runs an attempt whose claim is durable; `job` is the row as the claim wrote it."""
         self._started[attempt_of(occurrence)] = job
         future = self._pool.submit(self._attempt, job, occurrence)
-        self._running[job.id] = (occurrence, future)
+        self._running[(occurrence.job_id, occurrence.fire_id)] = (occurrence, future)
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         if self._stopping.is_set():
@@ -74,7 +75,8 @@ class Dispatcher:
         return len(self._running)
 
     def runs(self, job_id: int) -> bool:
-        return job_id in self._running
+        """Whether any occurrence of the job runs here."""
+        return any(key[0] == job_id for key in self._running)
 
     def started(self, attempt: Attempt) -> bool:
         """Whether this process started that attempt and has not recorded its outcome yet."""
@@ -114,7 +116,7 @@ class Dispatcher:
     def freed(self, finished: list[Finished]) -> None:
         """These attempts are over and recorded: their slots are free."""
         for occurrence, _ in finished:
-            self._running.pop(occurrence.job_id, None)
+            self._running.pop((occurrence.job_id, occurrence.fire_id), None)
 
     # --- stopping -------------------------------------------------------------------------------
 
