@@ -81,7 +81,7 @@ def build(
             lease_ttl=settings.lease_ttl,
             audit_retention=settings.audit_retention,
             zone=settings.tz,
-            calendars=from_config(config.calendars, config.folder),
+            calendars=from_config(config.calendars, config.folder, config.path),
         ),
         node_id=new_node_id(serving),
         short_lived=short_lived,

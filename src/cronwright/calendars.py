@@ -191,8 +191,14 @@ def build(name: str, config: CalendarConfig, folder: Path) -> Calendar:
     return Calendar(name, frozenset(dates), tuple(config.ranges), config.country, config.subdivision, table)
 
 
-def from_config(tables: Mapping[str, CalendarConfig], folder: Path) -> Calendars:
-    return Calendars({name: build(name, table, folder) for name, table in tables.items()})
+def from_config(tables: Mapping[str, CalendarConfig], folder: Path, where: str | None = None) -> Calendars:
+    """Every `[calendars.NAME]` table built; an error names `where` (the config file) as config errors do."""
+    try:
+        return Calendars({name: build(name, table, folder) for name, table in tables.items()})
+    except ConfigError as error:
+        if where is None:
+            raise
+        raise ConfigError(f"{where}: {error}") from error.__cause__
 
 
 # -- ICS files -------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+import typing
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -312,10 +314,36 @@ def parse(raw: dict[str, Any], where: str = "config") -> Config:
         key = ".".join(str(part) for part in first["loc"])
         # pydantic puts "Value error, " before the message of a validator's ValueError: the key says enough.
         problem = (
-            "unknown key"
+            _unknown_key(first["loc"])
             if first["type"] == "extra_forbidden"
             else first["msg"].removeprefix("Value error, ")
         )
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
         raise ConfigError(f"{where}: {key}: {problem}{more}") from None
     return config
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """The words "unknown key", with the nearest key the table does have (`node.stroe`: did you mean 'store'?)."""
+    known = _keys_at(Config, loc[:-1])
+    meant = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    return f"unknown key; did you mean '{meant[0]}'?" if meant else "unknown key"
+
+
+def _keys_at(model: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """The keys of the table at `path` inside `model`: through fields, then a dict's key or a list's index
+    to the model they hold. Empty where the path leaves the models (a seed's free-form table)."""
+    kind: Any = model
+    for part in path:
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(str(part))
+            if field is None:
+                return []
+            kind = field.annotation
+        elif typing.get_origin(kind) in (dict, list):
+            kind = typing.get_args(kind)[-1]  # dict[str, M] and list[M] both hold M last
+        else:
+            return []
+    if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        return []
+    return [field.alias or name for name, field in kind.model_fields.items() if name != "path"]

@@ -98,7 +98,10 @@ def test_a_holiday_is_skipped_and_counted_and_preview_marks_it(cw: Cronwright) -
         "--count",
         "3",
     ).stdout
-    assert "2026-12-25T09:00:00+01:00  (excluded: 2026-12-25 is Christmas Day (DE))" in marked
+    # Each excluded firing is marked with why, on a line of its own where one line would pass 80 columns.
+    assert "next: 2026-12-25T09:00:00+01:00\n" in marked
+    assert "\n                (excluded: 2026-12-25 is Christmas Day (DE))\n" in marked
+    assert max(len(line) for line in marked.splitlines()) <= 80, marked
     refused = cw.run(
         "add", "x", "--target", "sh", "--action", "log", "--cron", "0 9 * * *", "--exclude", "nope"
     )
@@ -168,4 +171,5 @@ def test_show_lists_two_expressions_with_jitter_and_a_holiday_across_the_october
     for firing in firings:  # each within its 10 minutes of jitter, the same in every process (job id 1)
         assert timedelta(0) <= utc(firing["at"]) - utc(firing["nominal"]) < timedelta(minutes=10)
     assert firings[0]["at"] == "2027-10-30T02:36:38+02:00"
-    assert "excluded: 2027-10-31 is Reformation Day (DE-SN)" in human
+    assert "\n            excluded: 2027-10-31 is Reformation Day (DE-SN)\n" in human
+    assert max(len(line) for line in human.splitlines()) <= 80, human  # an 80-column terminal

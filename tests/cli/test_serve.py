@@ -43,6 +43,9 @@ def test_a_change_made_by_the_cli_reaches_a_running_serve(cw: Cronwright) -> Non
                 stderr.join()
     assert returncode == 0, "".join(stderr.seen)
     assert stderr.saw("stopping")
+    # The last line says it stopped (after the runs in flight were recorded), so an operator tailing the
+    # log knows the process is gone rather than hung.
+    assert json.loads(stderr.seen[-1])["message"].endswith(" stopped"), stderr.seen[-1]
     # Semantic 41: every line on stderr is one JSON object with its time and offset, and the run has its own.
     logged = [json.loads(line) for line in stderr.seen]
     assert all(datetime.fromisoformat(line["time"]).utcoffset() is not None for line in logged), logged

@@ -122,8 +122,9 @@ class Runtime:
 
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
-        if self._app is not None:
-            self._app.close()
+        app, self._app = self._app, None  # once: `serve` closes before it says it stopped
+        if app is not None:
+            app.close()
 
 
 pass_runtime = click.make_pass_decorator(Runtime)
@@ -297,7 +298,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
             click.echo("")
             for index, firing in enumerate(upcoming):
                 label = "firings: " if index == 0 else ""
-                click.echo(f"{label:>10}{render.firing_text(firing)}")
+                first, *rest = render.firing_parts(firing)
+                click.echo(render.fitted([f"{label:>10}{first}", *rest], 12))
         if reply["runs"]:
             click.echo("")
             render.table(render.RUN_COLUMNS, [render.run_cells(run) for run in reply["runs"]])
@@ -436,8 +438,9 @@ def preview(
         click.echo(f"        zone: {shown['tz']}")
         reasons = {entry["at"]: entry["reason"] for entry in shown.get("excluded") or []}
         for index, firing in enumerate(shown["firings"]):
-            mark = f"  (excluded: {reasons[firing]})" if firing in reasons else ""
-            click.echo(f"{'next':>12}: {firing}{mark}" if index == 0 else f"{'':>12}  {firing}{mark}")
+            line = f"{'next':>12}: {firing}" if index == 0 else f"{'':>12}  {firing}"
+            marks = [f"(excluded: {reasons[firing]})"] if firing in reasons else []
+            click.echo(render.fitted([line, *marks], 16))
 
     runtime.store_unused = True  # a preview reads no jobs: the default store needs no notice
     expression: str | list[str] = expressions[0] if len(expressions) == 1 else list(expressions)
@@ -973,7 +976,9 @@ def serve(runtime: Runtime) -> None:
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
     links.withdraw(key_file, dashboard_links.key)
     app.changes.close()  # ends the dashboard's event streams, which would hold up the HTTP server's stop
-    http.stop()  # then the runtime closes the node: runs in flight get the shutdown grace
+    http.stop()
+    runtime.close()  # runs in flight get the shutdown grace, then are recorded interrupted
+    say(_log, f"cronwright node {app.node.id} stopped", node=app.node.id)
 
 
 def _http_server(app: App, on_exit: Callable[[], None], links: Links | None = None) -> Serving:

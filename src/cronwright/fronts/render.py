@@ -12,6 +12,9 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
+# The width lines for people are fitted to where they can be (`list`, `show`, `preview`): a terminal of 80
+# columns, the narrowest one still common.
+WIDTH = 80
 RUN_COLUMNS = ("FINISHED", "SCHEDULE", "FIRE_ID", "ATTEMPT", "OUTCOME", "TOOK", "MESSAGE")
 
 
@@ -53,9 +56,28 @@ def schedule_text(schedule: Mapping[str, Any]) -> str:
 
 def firing_text(firing: Mapping[str, Any]) -> str:
     """An occurrence to come: when it fires, and its timetable instant where jitter moved it."""
+    return "  ".join(firing_parts(firing))
+
+
+def firing_parts(firing: Mapping[str, Any]) -> list[str]:
+    """`firing_text` in the pieces a narrow line may put on lines of their own: the instant (with its
+    nominal one), then why it is excluded."""
     moved = f" (nominal {firing['nominal']})" if firing.get("nominal") not in (None, firing["at"]) else ""
-    excluded = f"  excluded: {firing['excluded']}" if firing.get("excluded") else ""
-    return f"{firing['at']}{moved}{excluded}"
+    excluded = [f"excluded: {firing['excluded']}"] if firing.get("excluded") else []
+    return [f"{firing['at']}{moved}", *excluded]
+
+
+def fitted(parts: Sequence[str], indent: int, sep: str = "  ") -> str:
+    """The parts on one line while they fit in WIDTH, each one that does not on a line of its own,
+    indented by `indent`. A part is never cut: one longer than the line overflows it."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(sep) + len(part) <= WIDTH:
+            lines[-1] += sep + part
+        else:
+            lines[-1] += sep.rstrip()
+            lines.append(" " * indent + part)
+    return "\n".join(lines)
 
 
 def run_cells(run: Mapping[str, Any]) -> list[str]:
@@ -120,4 +142,6 @@ def details(pairs: Sequence[tuple[str, str]], out: TextIO | None = None) -> None
     out = out or sys.stdout
     width = max(len(key) for key, _ in pairs)
     for key, value in pairs:
-        out.write(f"{key.rjust(width)}: {value}\n")
+        # A long value (a schedule with several expressions, jitter and calendars) goes on at its comma.
+        first, *rest = value.split(", ")
+        out.write(fitted([f"{key.rjust(width)}: {first}", *rest], width + 2, sep=", ") + "\n")
