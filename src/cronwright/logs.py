@@ -92,6 +92,10 @@ def configure(zone: ZoneInfo, stream: TextIO | None = None, level: int = logging
     handler = logging.StreamHandler(stream)
     readable = hasattr(stream, "isatty") and stream.isatty()
     handler.setFormatter(Readable(zone) if readable else JsonLines(zone))
+    # A line carries none of a record's process, thread or calling function, so none is looked up per
+    # record: on a busy node that was a getpid system call and a walk up the stack for every event.
+    logging.logProcesses = logging.logThreads = logging.logMultiprocessing = False
+    logging._srcfile = None
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -29,7 +29,10 @@ FORMAT = 1
 
 
 def instant(value: datetime | None) -> str | None:
-    return None if value is None else value.astimezone(UTC).isoformat()
+    if value is None:
+        return None
+    # Most instants are UTC already (the node's clock, and every instant read back): no conversion.
+    return (value if value.tzinfo is UTC else value.astimezone(UTC)).isoformat()
 
 
 def read_instant(value: Any) -> datetime | None:

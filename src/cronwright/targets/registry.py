@@ -69,8 +69,15 @@ class Registry:
 
     def check(self, target: str, action: str, args: Mapping[str, Any]) -> None:
         """TargetNotAllowed for an unknown target or action; ArgsInvalid (with JSON paths) for bad args."""
-        spec = self.action(target, action)
-        check_args(target, action, spec.args_schema, args)
+        self.checked(target, action, args)
+
+    def checked(self, target: str, action: str, args: Mapping[str, Any]) -> tuple[TargetSpec, ActionSpec]:
+        """`check`, answering the target and action as they are now: what a run needs, found with one
+        look at a python module's files (each look is a stat per file, on every run)."""
+        spec = self.target(target)
+        found = _action_of(spec, target, action)
+        check_args(target, action, found.args_schema, args)
+        return spec, found
 
     def describe(self) -> list[dict[str, Any]]:
         """Every target (name, kind) with its actions: args schema, timeout, secret names, description."""
@@ -94,15 +101,7 @@ class Registry:
         return self._targets[name]
 
     def action(self, target: str, action: str) -> ActionSpec:
-        spec = self.target(target)
-        found = spec.actions.get(action)
-        if found is None:
-            known = ", ".join(sorted(spec.actions)) or "none"
-            raise TargetNotAllowed(
-                f"{target}.{action} is not allowed: target {target!r} has no action {action!r} "
-                f"(its actions: {known}); see `targets`"
-            )
-        return found
+        return _action_of(self.target(target), target, action)
 
     def secret_names(self) -> set[str]:
         """Every secret name any target declares: the runner masks all of them in every run's output."""
@@ -350,6 +349,17 @@ def _describe(name: str, worker: WorkerSpec, cache: DescriptionCache | None) -> 
     if cache is not None:
         cache.put(worker, described)
     return described
+
+
+def _action_of(spec: TargetSpec, target: str, action: str) -> ActionSpec:
+    found = spec.actions.get(action)
+    if found is None:
+        known = ", ".join(sorted(spec.actions)) or "none"
+        raise TargetNotAllowed(
+            f"{target}.{action} is not allowed: target {target!r} has no action {action!r} "
+            f"(its actions: {known}); see `targets`"
+        )
+    return found
 
 
 class DescriptionCache:

@@ -92,9 +92,7 @@ class TargetRunner:
         if self._closed.is_set():
             return Finished("interrupted", "the node is shutting down"), masker
         try:
-            target = self.registry.target(job.target)
-            action = self.registry.action(job.target, job.action)
-            self.registry.check(job.target, job.action, job.args)
+            target, action = self.registry.checked(job.target, job.action, job.args)
         except Refusal as refusal:
             return Finished("refused", f"{refusal.message} (checked again when it ran)"), masker
         try:
