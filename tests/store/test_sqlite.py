@@ -460,3 +460,14 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
         assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]
     finally:
         store.close()
+
+
+def test_a_rename_onto_a_live_name_among_other_jobs_refuses_the_whole_save(store: SqliteStore) -> None:
+    # A save of several jobs is one statement; the unique index that refuses it is told by the job's
+    # name, and none of the save's rows is written.
+    one, two, three = (store.insert(job(name)) for name in ("one", "two", "three"))
+
+    with pytest.raises(NameTaken, match="'two'"):
+        store.save([one.evolve(occurrences=1), three.evolve(name="two"), two.evolve(occurrences=1)])
+
+    assert [store.get(found.id) for found in (one, two, three)] == [one, two, three]

@@ -433,6 +433,20 @@ def test_save_answers_per_job(store: Store) -> None:
     assert store.save([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)]) == [DURABLE, LOST]
 
 
+def test_a_job_twice_in_one_save_is_written_once_by_the_version_read(store: Store) -> None:
+    # In order, as one save after another: the second write of the version read meets the first's.
+    stored = store.insert(job())
+    other = store.insert(job("other"))
+
+    written = store.save(
+        [stored.evolve(occurrences=1), other.evolve(occurrences=5), stored.evolve(occurrences=2)]
+    )
+
+    assert written == [DURABLE, DURABLE, LOST]
+    current = store.get(stored.id)
+    assert current is not None and (current.occurrences, current.version) == (1, 2)
+
+
 def test_save_appends_runs_even_when_the_job_write_fails(store: Store) -> None:
     stored = store.insert(job())
     store.delete(stored.id)
@@ -506,6 +520,24 @@ def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Case) -> None
         store.save([], [run(busy.id, f"b{minute}", finished=T0 + timedelta(minutes=minute))])
 
     assert [kept.fire_id for kept in store.runs(busy.id)] == ["b4", "b3", "b2"]
+    assert [kept.fire_id for kept in store.runs(quiet.id)] == ["q1"]
+
+
+def test_one_save_prunes_the_history_of_each_of_its_jobs(backend: Case) -> None:
+    store = backend.open(run_history=2)
+    busy = store.insert(job("busy"))
+    other = store.insert(job("other"))
+    quiet = store.insert(job("quiet"))
+    store.save([], [run(quiet.id, "q1", name="quiet")])
+
+    store.save(
+        [],
+        [run(busy.id, f"b{n}", finished=T0 + timedelta(minutes=n)) for n in range(4)]
+        + [run(other.id, f"o{n}", finished=T0 + timedelta(minutes=n), name="other") for n in range(3)],
+    )
+
+    assert [kept.fire_id for kept in store.runs(busy.id)] == ["b3", "b2"]
+    assert [kept.fire_id for kept in store.runs(other.id)] == ["o2", "o1"]
     assert [kept.fire_id for kept in store.runs(quiet.id)] == ["q1"]
 
 

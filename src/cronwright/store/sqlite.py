@@ -49,6 +49,11 @@ _BUSY_TIMEOUT = 30.0
 
 # The named statements (sql/sqlite/queries.sql).
 _Q = sql_files.queries("sqlite")
+# Rows per statement of a save, within SQLite's limit on bound parameters (32,766 since 3.32).
+_JOBS_PER_STATEMENT = 1000  # ten parameters each
+_RUNS_PER_STATEMENT = 1000  # five each
+_IDS_PER_STATEMENT = 1000
+_JOB_ROW = "(" + ", ".join(["?"] * 10) + ")"
 
 
 def schema_sql() -> str:
@@ -339,25 +344,13 @@ class SqliteStore(SqlJobReads, SqlOutbox):
         ]
         entries = [(entry.job_id, _audit_columns(entry)) for entry in audit]
         with self._transaction(write=True) as connection:
-            written = []
-            for job, update in zip(jobs, updates, strict=True):
-                try:
-                    written.append(connection.execute(_Q["save_job"], update).rowcount == 1)
-                except sqlite3.IntegrityError as err:
-                    # A rename onto a live job's name: the unique index refuses it, atomically.
-                    if _name_conflict(err):
-                        raise _name_taken(job) from err
-                    raise
-            doubles = [
-                (run.job_id, run.fire_id, run.attempt)
-                for run, insert in zip(runs, inserts, strict=True)
-                if connection.execute(_Q["insert_run"], insert).rowcount == 0
-                and not self._same_run(connection.execute(_Q["recorded_run"], insert[:3]).fetchone(), run)
-            ]
-            if doubles:
-                raise DoubleRun.of(doubles)
-            for job_id in sorted({run.job_id for run in runs}):
-                connection.execute(_Q["prune_runs"], (job_id, job_id, self._run_history))
+            written = self._save_jobs(connection, jobs, updates)
+            self._insert_runs(connection, runs, inserts)
+            job_ids = sorted({run.job_id for run in runs})
+            for start in range(0, len(job_ids), _IDS_PER_STATEMENT):
+                chunk = job_ids[start : start + _IDS_PER_STATEMENT]
+                query = _Q["prune_runs"].format(ids=", ".join("?" * len(chunk)))
+                connection.execute(query, (*chunk, self._run_history))
             # An entry records a mutation that happened: only one whose job was written.
             won = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
             for job_id, columns in entries:
@@ -367,6 +360,56 @@ class SqliteStore(SqlJobReads, SqlOutbox):
                 connection, notes, {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
             )
         return written
+
+    def _save_jobs(
+        self, connection: sqlite3.Connection, jobs: Sequence[Job], updates: list[tuple[Any, ...]]
+    ) -> list[bool]:
+        """The compare-and-swaps of `jobs`, in one statement; whether each was written.
+
+        One row at a time, in order, where the order can matter: a job twice in one save (its second
+        write must meet the first), or a unique index that refused the statement (renames that swap
+        names, say, or a rename onto a live job's name, which must name the job refused); and beyond
+        one statement's worth of rows.
+        """
+        if 1 < len(jobs) <= _JOBS_PER_STATEMENT and len({job.id for job in jobs}) == len(jobs):
+            query = _Q["save_jobs"].format(rows=", ".join([_JOB_ROW] * len(jobs)))
+            try:
+                won = {row[0] for row in connection.execute(query, _flat(updates)).fetchall()}
+                return [job.id in won for job in jobs]
+            except sqlite3.IntegrityError:
+                pass  # the statement wrote nothing: the rows one by one tell which job was refused
+        written = []
+        for job, update in zip(jobs, updates, strict=True):
+            try:
+                written.append(connection.execute(_Q["save_job"], update).rowcount == 1)
+            except sqlite3.IntegrityError as err:
+                # A rename onto a live job's name: the unique index refuses it, atomically.
+                if _name_conflict(err):
+                    raise _name_taken(job) from err
+                raise
+        return written
+
+    def _insert_runs(
+        self, connection: sqlite3.Connection, runs: Sequence[Run], inserts: list[tuple[Any, ...]]
+    ) -> None:
+        """Appends the runs, one statement per chunk; DoubleRun if one met another record of its attempt.
+
+        A run already recorded as this very record is not written again (a save replayed, semantic 29).
+        """
+        inserted = 0
+        for start in range(0, len(inserts), _RUNS_PER_STATEMENT):
+            chunk = inserts[start : start + _RUNS_PER_STATEMENT]
+            query = _Q["insert_runs"].format(rows=", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)))
+            inserted += connection.execute(query, _flat(chunk)).rowcount
+        if inserted == len(inserts):
+            return
+        doubles = [
+            (run.job_id, run.fire_id, run.attempt)
+            for run, insert in zip(runs, inserts, strict=True)
+            if not self._same_run(connection.execute(_Q["recorded_run"], insert[:3]).fetchone(), run)
+        ]
+        if doubles:
+            raise DoubleRun.of(doubles)
 
     def _reading(self) -> AbstractContextManager[Any]:
         return self._transaction(write=False)
@@ -470,6 +513,11 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         _encode(record),
         job.created_by,
     )
+
+
+def _flat(rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The parameters of several rows, in order, for one statement."""
+    return [value for row in rows for value in row]
 
 
 def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:

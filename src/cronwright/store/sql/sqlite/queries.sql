@@ -15,6 +15,17 @@ UPDATE jobs SET name = ?, state = ?, dedupe_key = ?, target = ?, wake_at = ?, fl
     data = ?, created_by = ?, version = version + 1
 WHERE id = ? AND version = ? AND NOT deleted
 
+-- name: save_jobs
+-- save_job for many rows in one statement, as a busy node's pass writes its claims and outcomes (one
+-- statement, not one per row: each costs the node a trip through the driver). {rows} is `(?, ..., ?)`
+-- once per job, ten values each in save_job's order; the ids of the rows written come back.
+UPDATE jobs SET name = v.column1, state = v.column2, dedupe_key = v.column3, target = v.column4,
+    wake_at = v.column5, flight_node = v.column6, data = v.column7, created_by = v.column8,
+    version = jobs.version + 1
+FROM (VALUES {rows}) AS v
+WHERE jobs.id = v.column9 AND jobs.version = v.column10 AND NOT jobs.deleted
+RETURNING jobs.id
+
 -- name: live_job_by_id
 SELECT id, version, data FROM jobs WHERE id = ? AND NOT deleted
 
@@ -58,19 +69,22 @@ SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
 
 -- Runs ----------------------------------------------------------------------------------------------
 
--- name: insert_run
+-- name: insert_runs
 -- Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
 -- replayed after its outcome was unknown (semantic 29) writes nothing twice. The store then checks that
 -- the row it met is this very record (recorded_run): another one is a second record of one attempt.
-INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (?, ?, ?, ?, ?)
+-- One statement for the runs of a save; {rows} is `(?, ?, ?, ?, ?)` once per run.
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES {rows}
 ON CONFLICT (job_id, fire_id, attempt) DO NOTHING
 
 -- name: recorded_run
 SELECT seq, data FROM runs WHERE job_id = ? AND fire_id = ? AND attempt = ?
 
 -- name: prune_runs
-DELETE FROM runs WHERE job_id = ? AND seq NOT IN
-    (SELECT seq FROM runs WHERE job_id = ? ORDER BY finished_at DESC, seq DESC LIMIT ?)
+-- The runs of the jobs {ids} beyond each one's newest `run_history` (the last parameter), in one
+-- statement for a whole save.
+DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY job_id
+    ORDER BY finished_at DESC, seq DESC) AS newer FROM runs WHERE job_id IN ({ids})) WHERE newer > ?)
 
 -- name: runs
 -- The history, newest first. {where} is empty, or ` WHERE ` and the conditions that apply: one
