@@ -45,7 +45,7 @@ class ScriptedRunner:
     """Runs nothing: answers each attempt with the outcome scripted for its job, and remembers it.
 
     A job whose name is in `hold` blocks until released, so a test can keep a run in flight without
-    sleeping.
+    sleeping; `cancel` ends a held run `cancelled` at once, as a real runner stops its target.
     """
 
     outcomes: dict[str, list[Outcome]] = field(default_factory=dict)
@@ -53,17 +53,38 @@ class ScriptedRunner:
     hold: dict[str, threading.Event] = field(default_factory=dict)
     started: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The fire_ids `cancel` was asked to stop, in order, and the stop of each held run in flight.
+    cancelled: list[str] = field(default_factory=list)
+    stops: dict[tuple[str, int], threading.Event] = field(default_factory=dict)
 
     def run(self, job: Job, occurrence: Occurrence) -> Result:
+        stop = threading.Event()
         with self.lock:
             self.calls.append(occurrence)
             script = self.outcomes.get(job.name)
             outcome = script.pop(0) if script else Outcome.OK
+            self.stops[(occurrence.fire_id, occurrence.attempt)] = stop
         self.started.set()
         gate = self.hold.get(job.name)
-        if gate is not None:
-            gate.wait(30)
+        try:
+            if gate is not None:
+                # Either event ends the wait: a bounded wait for an observable state, not for time to pass.
+                deadline = 3000
+                while not gate.is_set() and not stop.wait(0.01) and deadline:
+                    deadline -= 1
+        finally:
+            with self.lock:
+                self.stops.pop((occurrence.fire_id, occurrence.attempt), None)
+        if stop.is_set():
+            return Result(Outcome.CANCELLED, f"cancelled {occurrence.fire_id}", 1)
         return Result(outcome, f"{outcome.value} for {occurrence.fire_id}", 1)
+
+    def cancel(self, occurrence: Occurrence) -> None:
+        with self.lock:
+            self.cancelled.append(occurrence.fire_id)
+            stop = self.stops.get((occurrence.fire_id, occurrence.attempt))
+        if stop is not None:
+            stop.set()
 
     def close(self) -> None:
         for gate in self.hold.values():

@@ -47,6 +47,8 @@ class Dispatcher:
         # a job whose overlap policy lets occurrences run side by side has one entry for each.
         self._running: dict[tuple[int, str], tuple[Occurrence, Future[None]]] = {}
         self._started: dict[Attempt, Job] = {}
+        # Attempts told to stop (overlap replace): one whose thread has not begun yet never runs.
+        self._cancelled: set[Attempt] = set()
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
 
     # --- starting -------------------------------------------------------------------------------
@@ -60,6 +62,8 @@ class Dispatcher:
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         if self._stopping.is_set():
             result = Result(Outcome.INTERRUPTED, "the node shut down before this run could start")
+        elif attempt_of(occurrence) in self._cancelled:
+            result = Result(Outcome.CANCELLED, "a newer occurrence replaced it before it started")
         else:
             try:
                 result = self.runner.run(job, occurrence)
@@ -90,6 +94,17 @@ class Dispatcher:
         running = [future for _, future in self._running.values()]
         return [future for future in running if not future.done()] if unfinished else running
 
+    def cancel(self, attempt: Attempt) -> None:
+        """Stops `attempt` if this node runs it (overlap replace): it ends `cancelled`. Asking again, as
+        every beat does while the row says so, is harmless."""
+        running = self._running.get((attempt[0], attempt[1]))
+        if running is None or attempt_of(running[0]) != attempt or running[1].done():
+            return
+        if attempt not in self._cancelled:
+            log.info("stopping %s attempt %d: a newer occurrence replaces it", attempt[1], attempt[2])
+        self._cancelled.add(attempt)
+        self.runner.cancel(running[0])
+
     # --- outcomes -------------------------------------------------------------------------------
 
     def drain(self) -> list[Finished]:
@@ -117,6 +132,7 @@ class Dispatcher:
         """These attempts are over and recorded: their slots are free."""
         for occurrence, _ in finished:
             self._running.pop((occurrence.job_id, occurrence.fire_id), None)
+            self._cancelled.discard(attempt_of(occurrence))
 
     # --- stopping -------------------------------------------------------------------------------
 

@@ -397,6 +397,9 @@ def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
 def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
     flight = job.in_flight
     assert flight is not None
+    due = job.next_run_at is not None and job.next_run_at <= now
+    if due and job.overlap is Overlap.REPLACE and flight.node is None and not job.one_shot:
+        return _replace_waiting(job, now, rules)
     decision = Decision(job)
     if flight.retry_at is not None and flight.retry_at <= now:
         decision = _retry(job, flight, now, rules)
@@ -429,6 +432,18 @@ def _start_buffered(job: Job, now: datetime, rules: Rules) -> Decision:
     return claim(started, waited, now, rules, nominal=job.buffered_nominal)
 
 
+def _replace_waiting(job: Job, now: datetime, rules: Rules) -> Decision:
+    """Overlap replace, while the occurrence in flight waits for its next attempt (a retry's backoff, or
+    a handed-off run_now no node took yet): nothing runs, so nothing needs stopping. It ends `cancelled`
+    at once, keeping the last attempt's run and failure count, and the due occurrence is decided as on
+    an idle job (semantic 34)."""
+    flight = job.in_flight
+    assert flight is not None
+    ended = job.evolve(state=State.ACTIVE, in_flight=None, cancelled=job.cancelled + 1)
+    event = _event(EventKind.JOB_CANCELLED, job, fire_id=flight.fire_id, due=job.next_run_at)
+    return Decision(ended, events=(event,)).then(_due(ended, now, rules))
+
+
 def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     due = job.next_run_at
     assert due is not None
@@ -437,22 +452,27 @@ def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     latest, total, after = _come_due(job, now)
     excluded = _excluded_among(job, latest, rules)  # those would not have fired anyway
     overlapped = total - excluded
-    events = []
+    events: list[Event] = []
+    replacing = job.overlap is Overlap.REPLACE
     buffer = (
-        job.overlap is Overlap.BUFFER_ONE
-        and job.buffered_for is None
+        (job.overlap is Overlap.BUFFER_ONE or replacing)
+        # buffer_one keeps the first that waits; replace the newest, in place of one waiting already.
+        and (job.buffered_for is None or replacing)
         and overlapped
         and rules.exclusion(job.schedule, latest) is None
     )
     if buffer:
-        # buffer_one keeps the latest due occurrence waiting; the others (a catch-up's earlier ones, or
-        # any that come due while one already waits) are dropped as with skip.
-        overlapped -= 1
+        # The latest due occurrence waits; the others (a catch-up's earlier ones, any that come due
+        # while one already waits under buffer_one, or the one it displaces under replace) are dropped
+        # as with skip.
+        overlapped -= 0 if replacing and job.buffered_for is not None else 1
         at = _fires(job, latest)
-        job = job.evolve(
-            buffered_for=at, buffered_nominal=None if at == latest else latest, buffered=job.buffered + 1
-        )
-        events.append(_event(EventKind.JOB_BUFFERED, job, due=at))
+        kept = None if at == latest else latest
+        if replacing:
+            job = _stop_in_flight(job.evolve(buffered_for=at, buffered_nominal=kept), events, at)
+        else:
+            job = job.evolve(buffered_for=at, buffered_nominal=kept, buffered=job.buffered + 1)
+            events.append(_event(EventKind.JOB_BUFFERED, job, due=at))
     skipped = _armed_at(job, after).evolve(
         skipped_overlap=job.skipped_overlap + overlapped, skipped_calendar=job.skipped_calendar + excluded
     )
@@ -461,6 +481,17 @@ def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     if excluded:
         events.append(_event(EventKind.JOB_SKIPPED, job, reason="calendar", count=excluded, due=due))
     return Decision(skipped, events=tuple(events))
+
+
+def _stop_in_flight(job: Job, events: list[Event], due: datetime) -> Job:
+    """Overlap replace: asks the node running the attempt in flight to stop it (it ends `cancelled`);
+    the occurrence due at `due` waits until then, so that two never run side by side."""
+    flight = job.in_flight
+    assert flight is not None
+    if flight.cancel:
+        return job  # asked already: its node stops it once
+    events.append(_event(EventKind.JOB_CANCELLED, job, fire_id=flight.fire_id, due=due))
+    return job.evolve(in_flight=replace(flight, cancel=True))
 
 
 # --- an attempt ends ------------------------------------------------------------------------------
@@ -505,7 +536,7 @@ def finish(
             took_ms=result.took_ms,
         )
     ]
-    if result.outcome is not Outcome.OK:
+    if result.outcome.failed:
         events.append(
             _event(
                 EventKind.JOB_RUN_FAILED,
@@ -547,6 +578,8 @@ def finish(
         result.took_ms,
     )
     job = job.evolve(last_run=last_run)
+    if result.outcome is Outcome.CANCELLED:
+        job = job.evolve(cancelled=job.cancelled + 1)
     base = Decision(job, runs=(run,), events=tuple(events))
     if result.outcome.retryable and occurrence.attempt < job.max_attempts:
         backoff = timedelta(milliseconds=job.retry_backoff_ms * 2 ** (occurrence.attempt - 1))
@@ -561,23 +594,26 @@ def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
     """The occurrence is over: count it for the breaker, settle what the job does next, and tell the
     transitions it makes (failed, recovered, breaker_paused)."""
     settled = _settle(job, outcome, now)
-    alerts = detect.occurrence_ended(job, settled.job, outcome is not Outcome.OK, now)
+    if outcome is Outcome.CANCELLED:
+        return settled  # the policy stopped it: neither a failure nor a recovery
+    alerts = detect.occurrence_ended(job, settled.job, outcome.failed, now)
     return replace(settled, alerts=settled.alerts + alerts)
 
 
 def _settle(job: Job, outcome: Outcome, now: datetime) -> Decision:
     succeeded = outcome is Outcome.OK
-    failures = 0 if succeeded else job.consecutive_failures + 1
+    # A cancelled occurrence leaves the failure count as it was: the breaker counts failures only.
+    failures = 0 if succeeded else job.consecutive_failures + outcome.failed
     job = job.evolve(in_flight=None, state=State.ACTIVE, consecutive_failures=failures)
     if job.one_shot:
         return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED, next_run_at=None))
     if schedule_problem(job.schedule) is not None:
         # Its stored schedule became unreadable while it ran: no next occurrence, and not a natural end.
         return Decision(job.evolve(state=State.FAILED, next_run_at=None))
-    if job.next_run_at is None and upcoming(job, now) is None:
+    if job.next_run_at is None and job.buffered_for is None and upcoming(job, now) is None:
         # No further occurrence exists at all: a recurring job turns terminal only here.
-        return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED))
-    if not succeeded and job.breaker_threshold and failures >= job.breaker_threshold:
+        return Decision(job.evolve(state=State.FAILED if outcome.failed else State.DONE))
+    if outcome.failed and job.breaker_threshold and failures >= job.breaker_threshold:
         note = f"{failures} failures in a row (breaker_threshold {job.breaker_threshold})"
         paused = job.evolve(state=State.PAUSED, paused_by=PausedBy.BREAKER, pause_note=note, paused_at=now)
         event = _event(EventKind.JOB_BREAKER_PAUSED, job, consecutive_failures=failures)

@@ -35,11 +35,19 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     REFUSED = "refused"
     INTERRUPTED = "interrupted"
+    # Stopped by its job's overlap policy (replace) for a newer occurrence: the policy, not a failure.
+    CANCELLED = "cancelled"
 
     @property
     def retryable(self) -> bool:
-        """An interrupted run is never retried: its process died, so running it again could run it twice."""
+        """An interrupted run is never retried: its process died, so running it again could run it twice.
+        Nor is a cancelled one: the occurrence that replaced it runs instead."""
         return self in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.CRASHED, Outcome.REFUSED)
+
+    @property
+    def failed(self) -> bool:
+        """Whether it counts as a failure (the breaker, the `failed` alert): neither ok nor cancelled."""
+        return self not in (Outcome.OK, Outcome.CANCELLED)
 
 
 class Misfire(StrEnum):
@@ -53,7 +61,7 @@ class Overlap(StrEnum):
     SKIP = "skip"  # it is skipped, and counted in skipped.overlap
     BUFFER_ONE = "buffer_one"  # at most one waits, and starts when the running one ends
     ALLOW = "allow"  # not in this release: refused at create
-    REPLACE = "replace"  # not in this release: refused at create
+    REPLACE = "replace"  # the running one is stopped (it ends cancelled), and the new one starts
 
 
 class PausedBy(StrEnum):
@@ -134,6 +142,9 @@ class InFlight:
     handed_off: bool = False
     # The timetable's instant before jitter (semantic 32); None when it is `scheduled_for` itself.
     nominal: datetime | None = None
+    # Overlap replace asked for this attempt to stop: the node that runs it stops it, and it ends
+    # `cancelled`. Durable, so that the holding node sees it whichever node decided it.
+    cancel: bool = False
 
     @property
     def waiting_for_a_node(self) -> bool:
@@ -193,6 +204,8 @@ class Job:
     buffered_for: datetime | None = None
     buffered_nominal: datetime | None = None
     buffered: int = 0
+    # replace: how many occurrences ended cancelled, stopped for a newer one.
+    cancelled: int = 0
     # Backfill (semantic 35): the nominal instants queued to run, oldest first; the ranges earlier
     # backfills covered (every occurrence in them started, was queued, or was left out for good), so a
     # repeated backfill queues nothing twice; and how many backfilled occurrences have started.

@@ -133,6 +133,9 @@ class Node:
         # Set with `_wake` by everything but a finished run: a wake-up that only a finished run caused,
         # and whose outcome a pass has already recorded, needs no pass of its own.
         self._poked = threading.Event()
+        # Set by every wake-up from outside the loop (another node's NOTIFY, a front's change): the next
+        # pass reads the rows this node holds if it runs any, for an overlap replace asking it to stop one.
+        self._changed = threading.Event()
         self._stopping = threading.Event()
         # The dispatcher runs what passes claimed; a run that ends wakes the loop to record it.
         self.runs = Dispatcher(runner, self.settings.max_concurrency, self._wake.set, self._stopping)
@@ -169,7 +172,9 @@ class Node:
                 raise
             report = PassReport()
             try:
-                if self._unsettled or beaten:
+                changed = self._changed.is_set() and self.runs.in_flight() > 0
+                self._changed.clear()
+                if self._unsettled or beaten or changed:
                     self._reconcile()
                 self._recover(now, report)
             except Exception:
@@ -220,13 +225,19 @@ class Node:
         to decide that job afresh: it fires if still on time, else the misfire policy applies. An
         attempt this node did start is never released. Done while unsettled, and at each beat, since
         a commit may land a moment after a read back found it missing.
+
+        The same read finds the attempts that overlap replace asked this node to stop, whichever node
+        decided it: so a holder stops one within a beat, or at once when a peer's change wakes it.
         """
+        held = self.store.held(self.id)
         stranded = [
             job
-            for job in self.store.held(self.id)
+            for job in held
             if job.in_flight is not None
             and not self.runs.started((job.id, job.in_flight.fire_id, job.in_flight.attempt))
         ]
+        for job in held:
+            self._stop_if_replaced(job)
         # Written like a claim (kept nowhere if it fails): a release that fails is found again.
         written = self.store.save([], claims=[engine.release(job) for job in stranded]) if stranded else []
         for job, outcome in zip(stranded, written, strict=True):
@@ -240,6 +251,12 @@ class Node:
                     job.name,
                 )
         self._unsettled = any(outcome is not Write.DURABLE for outcome in written)
+
+    def _stop_if_replaced(self, job: Job) -> None:
+        """Stops the attempt this node runs for `job` if overlap replace asked it to (semantic 34)."""
+        flight = job.in_flight
+        if flight is not None and flight.cancel and flight.node == self.id:
+            self.runs.cancel((job.id, flight.fire_id, flight.attempt))
 
     def _won(self, outcome: Write) -> bool:
         """Whether a claim's write made it this node's to run; one of unknown outcome is reconciled."""
@@ -337,6 +354,7 @@ class Node:
             for decision, outcome in zip(kept, written, strict=False):
                 if outcome is not Write.LOST:
                     self._emit(decision)
+                    self._stop_if_replaced(decision.job)
             for (occurrence, _, _), outcome in zip(finishing, written, strict=False):
                 if outcome is not Write.LOST:
                     self.runs.recorded(occurrence)
@@ -670,6 +688,7 @@ class Node:
         """Something changed: the loop re-reads the store now instead of at its next due instant. Another
         process may have written notifications (a CLI's run), so the delivery loop looks too."""
         self._poked.set()
+        self._changed.set()
         self._wake.set()
         if self.on_notes is not None:
             self.on_notes()

@@ -74,6 +74,8 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         # buffer_one: how many occurrences waited for a running one, and the one that waits now.
         "buffered": job.buffered,
         "buffered_for": _iso(job.buffered_for, zone),
+        # replace: how many occurrences ended cancelled, stopped for a newer one.
+        "cancelled": job.cancelled,
         # Backfill: the occurrences queued to run, and how many backfilled ones have started.
         "backfill_queued": len(job.backfill),
         "backfilled": job.backfilled,

@@ -15,6 +15,11 @@ class Runner(Protocol):
         """
         ...
 
+    def cancel(self, occurrence: Occurrence) -> None:
+        """Stops that attempt if it runs now (overlap replace), from another thread: its `run` then
+        returns `cancelled` promptly. Does nothing to an attempt that is not running."""
+        ...
+
     def close(self) -> None:
         """Stops what is still running (its attempts then report `interrupted`) and frees the workers."""
         ...

@@ -1,12 +1,15 @@
 """Semantic 34: overlap policies. buffer_one keeps at most one occurrence waiting while the previous one
-runs, and starts it when that one ends; allow and replace are refused plainly in this release."""
+runs, and starts it when that one ends; replace stops the running one (it ends cancelled) and starts the
+new one once it has ended; allow is refused plainly in this release."""
 
 from __future__ import annotations
 
 import threading
 
 from conftest import Harness, at
+from cronwright import engine
 from cronwright.events import EventKind
+from cronwright.model import Outcome, State
 
 
 def test_buffer_one_runs_one_waiting_occurrence_after_a_long_run(harness: Harness) -> None:
@@ -62,16 +65,145 @@ def test_skip_stays_the_default(harness: Harness) -> None:
     assert harness.create("plain", {"every": "1m"})["overlap"] == "skip"
 
 
-def test_allow_and_replace_are_refused_at_create_saying_what_to_use(harness: Harness) -> None:
-    for policy in ("allow", "replace"):
-        spec = {
-            "name": policy,
-            "target": "reports",
-            "action": "daily",
-            "schedule": {"every": "1m"},
-            "overlap": policy,
-        }
-        reply = harness.call("create_job", job=spec)
-        assert (reply["ok"], reply["error"], reply["field"]) == (False, "invalid", "overlap")
-        assert "buffer_one" in reply["message"]
+def test_allow_is_refused_at_create_saying_what_to_use(harness: Harness) -> None:
+    spec = {
+        "name": "allow",
+        "target": "reports",
+        "action": "daily",
+        "schedule": {"every": "1m"},
+        "overlap": "allow",
+    }
+    reply = harness.call("create_job", job=spec)
+    assert (reply["ok"], reply["error"], reply["field"]) == (False, "invalid", "overlap")
+    assert "buffer_one" in reply["message"] and "replace" in reply["message"]
     assert harness.ok("list")["jobs"] == []
+
+
+def test_replace_is_accepted_at_create_and_update(harness: Harness) -> None:
+    assert harness.create("swap", {"every": "1m"}, overlap="replace")["overlap"] == "replace"
+    changed = harness.ok("update", name="swap", changes={"overlap": "skip"})["job"]
+    assert changed["overlap"] == "skip"
+
+
+def _running_long(harness: Harness, **job: object) -> int:
+    """A job `every 1m` whose 09:01 occurrence runs (held) on the harness's node; its id."""
+    harness.runner.hold["long"] = threading.Event()
+    created = harness.create("long", {"every": "1m"}, **job)
+    harness.clock.set(at("2026-03-02T09:01:00+01:00"))
+    assert harness.node.run_pass().fired == [f"{created['id']}-1"]
+    assert harness.runner.started.wait(10)
+    return int(created["id"])
+
+
+def test_replace_stops_the_running_occurrence_and_starts_the_new_one_after_it(harness: Harness) -> None:
+    job_id = _running_long(harness, overlap="replace")
+    harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+    assert harness.node.run_pass().fired == []  # 09:02 waits until 09:01 has ended: never side by side
+    assert harness.runner.cancelled == [f"{job_id}-1"]  # this node holds it: it is stopped at once
+    assert len(harness.runner.calls) == 1
+    waiting = harness.job("long")
+    assert (waiting["state"], waiting["buffered_for"]) == ("running", "2026-03-02T09:02:00+01:00")
+
+    harness.node.wait_for_runs()  # the stopped run ends, and is recorded
+    assert harness.node.run_pass().fired == [f"{job_id}-2"]  # the waiting one starts
+    harness.runner.hold["long"].set()
+    harness.node.wait_for_runs()
+    runs = harness.ok("history", name="long")["runs"]
+    assert [(run["fire_id"], run["outcome"]) for run in runs] == [
+        (f"{job_id}-2", "ok"),
+        (f"{job_id}-1", "cancelled"),
+    ]
+    assert [call.scheduled_for for call in harness.runner.calls] == [
+        at("2026-03-02T09:01:00+01:00"),
+        at("2026-03-02T09:02:00+01:00"),
+    ]
+    shown = harness.job("long")
+    assert (shown["cancelled"], shown["buffered"], shown["buffered_for"]) == (1, 0, None)
+    assert (shown["state"], shown["skipped"]["overlap"]) == ("active", 0)
+    kinds = harness.events.kinds()
+    assert kinds.count(EventKind.JOB_CANCELLED) == 1
+    assert EventKind.JOB_RUN_FAILED not in kinds  # a cancelled run is the policy, not a failure
+
+
+def test_a_cancelled_run_leaves_the_failure_count_and_the_breaker_alone(harness: Harness) -> None:
+    harness.runner.outcomes["long"] = [Outcome.ERROR]
+    harness.create("long", {"every": "1m"}, overlap="replace", breaker_threshold=2)
+    harness.clock.set(at("2026-03-02T09:01:00+01:00"))
+    harness.tick()  # 09:01 fails: one failure in a row
+    assert harness.job("long")["consecutive_failures"] == 1
+    harness.runner.hold["long"] = threading.Event()
+    harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+    harness.node.run_pass()  # 09:02 runs, held
+    assert harness.runner.started.wait(10)
+    harness.clock.set(at("2026-03-02T09:03:00+01:00"))
+    harness.node.run_pass()  # 09:03 replaces it
+    harness.node.wait_for_runs()
+    shown = harness.job("long")
+    # Counted as a failure, it would make two in a row and the breaker would pause the job.
+    assert (shown["state"], shown["consecutive_failures"], shown["cancelled"]) == ("active", 1, 1)
+    assert shown["last_run"]["outcome"] == "cancelled"
+    assert harness.events.kinds().count(EventKind.JOB_RUN_FAILED) == 1  # 09:01's only
+    assert harness.events.kinds().count(EventKind.JOB_BREAKER_PAUSED) == 0
+
+
+def test_a_cancelled_run_is_not_retried(harness: Harness) -> None:
+    job_id = _running_long(harness, overlap="replace", max_attempts=3)
+    harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+    harness.node.run_pass()
+    harness.node.wait_for_runs()
+    harness.runner.hold["long"].set()
+    harness.node.tick()
+    assert [(call.fire_id, call.attempt) for call in harness.runner.calls] == [
+        (f"{job_id}-1", 1),
+        (f"{job_id}-2", 1),
+    ]
+
+
+def test_replace_drops_a_retry_waiting_for_its_backoff_and_fires_the_new_one(harness: Harness) -> None:
+    harness.runner.outcomes["flaky"] = [Outcome.ERROR]
+    harness.create("flaky", {"every": "1m"}, overlap="replace", max_attempts=3, retry_backoff_ms=600_000)
+    harness.clock.set(at("2026-03-02T09:01:00+01:00"))
+    harness.tick()  # 09:01 fails; its retry waits ten minutes
+    assert harness.job("flaky")["state"] == "running"
+    harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+    report = harness.node.run_pass()  # nothing runs, so nothing is stopped: 09:02 fires at once
+    assert len(report.fired) == 1
+    harness.node.wait_for_runs()
+    assert [(call.scheduled_for, call.attempt) for call in harness.runner.calls] == [
+        (at("2026-03-02T09:01:00+01:00"), 1),
+        (at("2026-03-02T09:02:00+01:00"), 1),
+    ]
+    shown = harness.job("flaky")
+    assert (shown["cancelled"], shown["state"], shown["last_run"]["outcome"]) == (1, "active", "ok")
+    assert harness.runner.cancelled == []
+
+
+def test_replace_in_the_engine_marks_the_flight_and_keeps_only_the_newest_waiting(harness: Harness) -> None:
+    job_id = _running_long(harness, overlap="replace")
+    running = harness.node.store.get(job_id)
+    assert running is not None and running.in_flight is not None
+    rules = harness.node.rules
+
+    marked = engine.tend(running, at("2026-03-02T09:02:00+01:00"), rules)
+    assert marked.fire is None and marked.job.state is State.RUNNING
+    assert marked.job.in_flight is not None and marked.job.in_flight.cancel
+    assert marked.job.in_flight.fire_id == running.in_flight.fire_id
+    assert marked.job.buffered_for == at("2026-03-02T09:02:00+01:00")
+    assert [e.kind for e in marked.events] == [EventKind.JOB_CANCELLED]
+
+    # The stop has not landed by 09:03:30: 09:03 waits in 09:02's place, which is dropped, counted.
+    later = engine.tend(marked.job, at("2026-03-02T09:03:30+01:00"), rules)
+    assert later.job.buffered_for == at("2026-03-02T09:03:00+01:00")
+    assert later.job.skipped_overlap == 1 and later.job.buffered == 0
+    assert [e.kind for e in later.events] == [EventKind.JOB_SKIPPED]  # asked to stop once only
+    assert later.job.next_run_at == at("2026-03-02T09:04:00+01:00")
+
+
+def test_buffer_one_never_stops_the_running_occurrence(harness: Harness) -> None:
+    _running_long(harness, overlap="buffer_one")
+    harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+    harness.node.run_pass()
+    assert harness.runner.cancelled == []
+    flight = harness.node.store.get(int(harness.job("long")["id"]))
+    assert flight is not None and flight.in_flight is not None and not flight.in_flight.cancel
+    harness.runner.hold["long"].set()

@@ -145,20 +145,23 @@ def test_death_by_a_signal_is_crashed(make_runner: MakeRunner) -> None:
     assert (result.outcome, result.message) == (Outcome.CRASHED, "the command was killed by SIGABRT")
 
 
-def test_the_deadline_stops_the_whole_process_group(make_runner: MakeRunner, tmp_path: Path) -> None:
-    # The command starts a grandchild that would outlive it. The grandchild holds a FIFO open for writing, so
-    # the test's read of it ends exactly when the grandchild dies: no polling, no sleep.
-    fifo = tmp_path / "grandchild"
+def with_a_child(fifo: Path) -> str:
+    """A command that starts a child which would outlive it, and sleeps. The child holds the FIFO `fifo`
+    open for writing (it writes 'alive' first), so a read of it ends exactly when the child dies: no
+    polling, no sleep."""
     os.mkfifo(fifo)
-    grandchild = (
-        f"import time; pipe = open({str(fifo)!r}, 'w'); pipe.write('alive'); pipe.flush(); time.sleep(60)"
-    )
-    script = (
+    child = f"import time; pipe = open({str(fifo)!r}, 'w'); pipe.write('alive'); pipe.flush(); time.sleep(60)"
+    return (
         "import subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, '-c', {grandchild!r}])\n"
+        f"subprocess.Popen([sys.executable, '-c', {child!r}])\n"
         "print('started', flush=True)\n"
         "time.sleep(60)\n"
     )
+
+
+def test_the_deadline_stops_the_whole_process_group(make_runner: MakeRunner, tmp_path: Path) -> None:
+    fifo = tmp_path / "grandchild"
+    script = with_a_child(fifo)
     _, runner = make_runner({"cmd": command(script, timeout="1s")})
     with ThreadPoolExecutor(1) as pool:
         heard = pool.submit(lambda: fifo.read_text())

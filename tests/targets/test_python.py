@@ -291,13 +291,19 @@ def test_args_that_no_longer_validate_are_refused_at_run_time(python: tuple[Regi
     assert "acts.vanished is not allowed" in gone.message
 
 
-def test_close_interrupts_a_running_action_and_frees_its_worker(
-    make_runner: MakeRunner, tmp_path: Path
-) -> None:
+def acts_and_a_fifo(make_runner: MakeRunner, tmp_path: Path) -> tuple[TargetRunner, Path]:
+    """A runner over the `acts` module, and a FIFO that `wait_for` writes 'started' to as it begins."""
     write_module(tmp_path / "scripts", "acts", ACTIONS)
     _, runner = make_runner({"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}})
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
+    return runner, fifo
+
+
+def test_close_interrupts_a_running_action_and_frees_its_worker(
+    make_runner: MakeRunner, tmp_path: Path
+) -> None:
+    runner, fifo = acts_and_a_fifo(make_runner, tmp_path)
     with ThreadPoolExecutor(1) as pool:
         future = pool.submit(run, runner, "wait_for", {"fifo": str(fifo)})
         with open(fifo) as pipe:  # returns once the action has started and written to it

@@ -80,7 +80,12 @@ class JobRow(Row):
     misfire: model.Misfire
     overlap: model.Overlap = model.Overlap.SKIP
     buffered: int = Field(0, description="Occurrences that waited for a running one (buffer_one).")
-    buffered_for: str | None = Field(None, description="The occurrence waiting now, if any. " + ISO)
+    buffered_for: str | None = Field(
+        None, description="The occurrence waiting now (buffer_one, or replace until the stop lands). " + ISO
+    )
+    cancelled: int = Field(
+        0, description="Occurrences that ended cancelled, stopped for a newer one (replace)."
+    )
     backfill_queued: int = Field(0, description="Backfilled occurrences waiting to run (semantic 35).")
     backfilled: int = Field(0, description="Backfilled occurrences that have started.")
     max_attempts: int

@@ -273,6 +273,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
         last = job["last_run"] or {}
         said = " ".join(str(last[key]) for key in ("fired_at", "outcome", "message") if last.get(key))
         waits = f" ({job['buffered_for']} waits)" if job.get("buffered_for") else ""
+        if job.get("overlap") == "replace" or job.get("cancelled"):
+            waits += f", {job.get('cancelled', 0)} cancelled"
         render.details(
             [
                 ("name", f"{job['name']} (id {job['id']})"),
@@ -1134,6 +1136,9 @@ def _program_problems(registry: Registry) -> list[str]:
 class _NoRunner:
     def run(self, job: Any, occurrence: Any) -> Any:
         raise RuntimeError("check runs nothing")
+
+    def cancel(self, occurrence: Any) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -132,6 +132,7 @@ def job_data(job: Job) -> dict[str, Any]:
         **({"buffered": job.buffered} if job.buffered else {}),
         **({"buffered_for": instant(job.buffered_for)} if job.buffered_for is not None else {}),
         **({"buffered_nominal": instant(job.buffered_nominal)} if job.buffered_nominal is not None else {}),
+        **({"cancelled": job.cancelled} if job.cancelled else {}),
         **({"backfill": [instant(t) for t in job.backfill]} if job.backfill else {}),
         **(
             {"backfill_covered": [[instant(a), instant(b)] for a, b in job.backfill_covered]}
@@ -158,6 +159,7 @@ def job_data(job: Job) -> dict[str, Any]:
             "retry_at": instant(flight.retry_at),
             **({"handed_off": True} if flight.handed_off else {}),
             **({"nominal": instant(flight.nominal)} if flight.nominal is not None else {}),
+            **({"cancel": True} if flight.cancel else {}),
         },
         "occurrences": job.occurrences,
         "version": job.version,
@@ -202,6 +204,7 @@ def read_job(data: dict[str, Any]) -> Job:
         buffered=data.get("buffered", 0),
         buffered_for=read_instant(data.get("buffered_for")),
         buffered_nominal=read_instant(data.get("buffered_nominal")),
+        cancelled=data.get("cancelled", 0),
         backfill=tuple(_required_instant(t) for t in data.get("backfill", ())),
         backfill_covered=tuple(
             (_required_instant(a), _required_instant(b)) for a, b in data.get("backfill_covered", ())
@@ -226,6 +229,7 @@ def read_job(data: dict[str, Any]) -> Job:
             read_instant(flight.get("retry_at")),
             bool(flight.get("handed_off", False)),
             read_instant(flight.get("nominal")),
+            bool(flight.get("cancel", False)),
         ),
         occurrences=data["occurrences"],
         version=data["version"],

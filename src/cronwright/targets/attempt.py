@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -22,7 +23,7 @@ MESSAGE_LIMIT = 4096  # characters of a run's message
 
 # The values of model.Outcome. Spelled out here because this module runs inside workers, which should not
 # import the scheduler's model (and with it cronsim and the time math) just to name an outcome.
-Kind = Literal["ok", "error", "timeout", "crashed", "refused", "interrupted"]
+Kind = Literal["ok", "error", "timeout", "crashed", "refused", "interrupted", "cancelled"]
 
 
 class Masker(Protocol):
@@ -35,6 +36,42 @@ class Masker(Protocol):
     def mask_cut_start(self, text: str) -> str: ...
 
 
+class Stop:
+    """A request to stop one attempt (overlap replace), and what the executor running it does then.
+
+    The executor `hook`s how to stop what it started (kill a process group, abandon a call) as soon as
+    it has started it; `request` runs that hook from another thread, or, if it comes first, the hook
+    runs as it is set. So a request is never lost between the two.
+    """
+
+    __slots__ = ("_hook", "_lock", "_requested")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requested = False
+        self._hook: Callable[[], None] | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self._requested
+
+    def request(self) -> None:
+        with self._lock:
+            self._requested = True
+            hook = self._hook
+        if hook is not None:
+            hook()
+
+    def hook(self, stop: Callable[[], None] | None) -> None:
+        """What stops the attempt now; None once there is nothing left to stop."""
+        with self._lock:
+            self._hook = stop
+            now = self._requested and stop is not None
+        if now:
+            assert stop is not None
+            stop()
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One attempt as an executor sees it: what to send, which secrets it may use, and how long it has."""
@@ -43,6 +80,8 @@ class Call:
     secrets: Mapping[str, str]
     timeout: float
     deadline: datetime
+    # Requested when overlap replace cancels the attempt; the executor then stops what it runs.
+    stop: Stop = field(default_factory=Stop)
 
 
 @dataclass(frozen=True, slots=True)

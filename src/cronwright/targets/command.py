@@ -188,10 +188,12 @@ class CommandExecutor:
                 if self._closed:
                     self._interrupted.add(proc.pid)
                     kill_group(proc)
+        # Overlap replace stops the whole group, as the deadline does, and the attempt ends cancelled.
+        call.stop.hook(lambda: kill_group(proc))
         stdout.started()
         stderr.started()
         try:
-            late = self._wait(proc, call.timeout)
+            late = self._wait(proc, call)
         finally:
             with self._lock:
                 self._running.discard(proc)
@@ -199,9 +201,12 @@ class CommandExecutor:
                 self._interrupted.discard(proc.pid)
         return _finished(proc.returncode, late, interrupted, call.timeout, stdout, stderr)
 
-    def _wait(self, proc: subprocess.Popen[bytes], timeout: float) -> bool:
-        """Waits for the command; at the deadline stops its whole group. Returns whether it ran late."""
-        if _exited_within(proc, timeout):
+    def _wait(self, proc: subprocess.Popen[bytes], call: Call) -> bool:
+        """Waits for the command; at the deadline stops its whole group. Returns whether it ran late.
+
+        The stop is unhooked before the leader is reaped: after that its pid may be another's."""
+        if _exited_within(proc, call.timeout):
+            call.stop.hook(None)
             proc.wait()
             return False
         kill_group(proc, signal.SIGTERM)
@@ -209,6 +214,7 @@ class CommandExecutor:
         # The leader is not reaped yet, so its pid (the group's id) is still ours: SIGKILL what is left of the
         # group, the leader if it ignored SIGTERM and any child it started, before reaping it.
         kill_group(proc)
+        call.stop.hook(None)
         proc.wait()
         return True
 

@@ -83,7 +83,9 @@ class HttpExecutor:
             return Finished("interrupted", "the node is shutting down")
         deadline = time.monotonic() + call.timeout
         try:
-            status, head, omitted = self._post(target.url, body, headers, call.timeout, deadline)
+            status, head, omitted = self._abandonable(call, target.url, body, headers, deadline)
+        except _Abandoned:
+            return Finished("cancelled", f"POST {target.url} was abandoned for a newer occurrence")
         except (httpx.TimeoutException, _Late):
             return Finished("timeout", f"POST {target.url} got no answer within {call.timeout:g}s")
         except Exception as error:  # httpx.HTTPError, or the client closed under us by close()
@@ -99,6 +101,35 @@ class HttpExecutor:
     def close(self) -> None:
         self._closed.set()
         self._client.close()
+
+    def _abandonable(
+        self, call: Call, url: str, body: bytes, headers: dict[str, str], deadline: float
+    ) -> tuple[int, bytes, int]:
+        """`_post` on a thread of its own, so that overlap replace can abandon it (_Abandoned): no
+        client call can be stopped from outside, so this one returns, and the request may still
+        finish in the background (bounded by its own timeout), its answer ignored."""
+        done = threading.Event()
+        answer: list[tuple[int, bytes, int] | BaseException] = []
+
+        def post() -> None:
+            try:
+                answer.append(self._post(url, body, headers, call.timeout, deadline))
+            except BaseException as error:  # handed to the waiting thread, which raises it
+                answer.append(error)
+            finally:
+                done.set()
+
+        threading.Thread(target=post, name="cronwright-http", daemon=True).start()
+        call.stop.hook(done.set)
+        try:
+            done.wait()
+        finally:
+            call.stop.hook(None)
+        if not answer:
+            raise _Abandoned
+        if isinstance(answer[0], BaseException):
+            raise answer[0]
+        return answer[0]
 
     def _post(
         self, url: str, body: bytes, headers: dict[str, str], timeout: float, deadline: float
@@ -122,4 +153,8 @@ class HttpExecutor:
 
 
 class _Late(Exception):
+    pass
+
+
+class _Abandoned(Exception):
     pass

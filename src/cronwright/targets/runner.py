@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from cronwright.errors import Refusal
 from cronwright.model import Job, Occurrence, Outcome, Result
-from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, render_output
+from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, Stop, render_output
 from cronwright.targets.command import CommandExecutor
 from cronwright.targets.http import HttpExecutor
 from cronwright.targets.registry import Registry
@@ -56,6 +56,9 @@ class TargetRunner:
         self.commands = commands or CommandExecutor()
         self.http = http or HttpExecutor()
         self._closed = threading.Event()
+        # The stop of each attempt that runs now, by (fire_id, attempt), for `cancel`.
+        self._stops: dict[tuple[str, int], Stop] = {}
+        self._lock = threading.Lock()
 
     def warm(self) -> None:
         """Starts one worker per python target in the background, so that the first firing finds it warm."""
@@ -65,20 +68,45 @@ class TargetRunner:
     def run(self, job: Job, occurrence: Occurrence) -> Result:
         started = time.monotonic()
         masker = Masker(())
+        key, stop = (occurrence.fire_id, occurrence.attempt), Stop()
+        with self._lock:
+            self._stops[key] = stop
         try:
             # Every secret any target declares is masked, not only this action's: an allowlisted variable or
             # a careless script could echo another one.
             known = list(self.secrets.known(self.registry.secret_names()).values())
             masker = Masker(known)
-            finished, masker = self._attempt(job, occurrence, known)
+            finished, masker = self._attempt(job, occurrence, known, stop)
         except Exception as error:  # a bug here must become an outcome, not kill the node's thread
             log.exception("the runner failed on %s", occurrence.fire_id)
             finished = Finished("crashed", f"the runner failed: {type(error).__name__}: {error}")
+        finally:
+            with self._lock:
+                self._stops.pop(key, None)
+        if stop.requested and finished.kind != "ok":
+            # Whatever the stop left behind (a killed worker, a dead process group, no answer) is the
+            # policy's doing, not the action's: an attempt that finished ok first keeps its ok.
+            said = _CANCELLED.get(self._kind(job), "a newer occurrence replaced it (overlap replace)")
+            finished = Finished("cancelled", said, finished.output)
         took_ms = int((time.monotonic() - started) * 1000)
         message = masker.mask_cut_end(finished.message) if finished.cut else masker.mask(finished.message)
         if finished.cut or len(message) > MESSAGE_LIMIT:
             message = masker.mask_cut_end(message[: MESSAGE_LIMIT - 1]) + "…"
         return Result(Outcome(finished.kind), message, took_ms, render_output(finished.output, masker))
+
+    def cancel(self, occurrence: Occurrence) -> None:
+        """Stops that attempt if it runs now: its worker is killed (the pool replaces it), its command's
+        process group is killed, or its http call is abandoned; it then ends `cancelled`."""
+        with self._lock:
+            stop = self._stops.get((occurrence.fire_id, occurrence.attempt))
+        if stop is not None:
+            stop.request()
+
+    def _kind(self, job: Job) -> str:
+        try:
+            return self.registry.target(job.target).kind
+        except Refusal:
+            return "unknown"
 
     def close(self) -> None:
         """Stops what runs (those attempts end `interrupted`), and frees every worker and connection."""
@@ -87,10 +115,14 @@ class TargetRunner:
         self.commands.close()
         self.http.close()
 
-    def _attempt(self, job: Job, occurrence: Occurrence, known: list[str]) -> tuple[Finished, Masker]:
+    def _attempt(
+        self, job: Job, occurrence: Occurrence, known: list[str], stop: Stop
+    ) -> tuple[Finished, Masker]:
         masker = Masker(known)
         if self._closed.is_set():
             return Finished("interrupted", "the node is shutting down"), masker
+        if stop.requested:
+            return Finished("cancelled", "a newer occurrence replaced it before it started"), masker
         try:
             target, action = self.registry.checked(job.target, job.action, job.args)
         except Refusal as refusal:
@@ -100,7 +132,9 @@ class TargetRunner:
         except SecretMissing as missing:
             return Finished("error", str(missing)), masker
         masker = Masker([*values.values(), *known])
-        call = Call(self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action))
+        call = Call(
+            self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action), stop
+        )
         return self._dispatch(target, action, call), masker
 
     def envelope(self, job: Job, occurrence: Occurrence) -> dict[str, Any]:
@@ -128,6 +162,14 @@ class TargetRunner:
         if target.kind == "command":
             return self.commands.run(target, action, call)
         return self.http.run(target, action, call)
+
+
+# What a cancelled attempt's message says was stopped, by target kind (overlap replace).
+_CANCELLED = {
+    "python": "a newer occurrence replaced it (overlap replace): its worker was stopped",
+    "command": "a newer occurrence replaced it (overlap replace): its process group was killed",
+    "http": "a newer occurrence replaced it (overlap replace): the request was abandoned",
+}
 
 
 def _deadline(action: ActionSpec) -> datetime:

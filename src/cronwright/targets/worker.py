@@ -279,13 +279,21 @@ class Pool:
                 worker = self._acquire(spec)
             except _StartFailed as failed:
                 return failed.finished
+            # Overlap replace stops the worker (the pool replaces it); the runner says `cancelled`.
+            call.stop.hook(worker.interrupt)
             try:
                 finished, healthy = worker.call(action, call)
                 break
             except _Vanished:
-                # It died while idle (killed, out of memory) and the check at acquire missed it by a hair.
+                # It died while idle (killed, out of memory) and the check at acquire missed it by a hair,
+                # or it was stopped before it took the call: then no other worker takes it.
                 with self._lock:
                     self._busy.discard(worker)
+                if call.stop.requested:
+                    self.warm(spec)
+                    return Finished("cancelled", "stopped before it started")
+            finally:
+                call.stop.hook(None)
         else:
             return Finished("crashed", "three workers in a row died before they could take the call")
         with self._lock:

@@ -29,6 +29,7 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "crashed": ("#8e44ad", "crash"),
     "refused": ("#7f8c8d", "ref"),
     "interrupted": ("#b7950b", "int"),
+    "cancelled": ("#5d6d7e", "cncl"),
 }
 
 
