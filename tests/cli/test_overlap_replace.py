@@ -1,15 +1,19 @@
-"""Semantic 34, black-box: overlap `replace` under a real `cronwright serve` on SQLite, on the real clock.
+"""Semantic 34, black-box: overlap `replace` through the real binary on SQLite.
 
-A job every 3 s whose command runs for up to 30 s: each occurrence that comes due stops the one running
-(its process group is killed, its run ends `cancelled`) and starts once that one has ended, never beside it.
+Under `serve` on the real clock, a job every 3 s whose command runs for up to 30 s: each occurrence that
+comes due stops the one running (its process group is killed, its run ends `cancelled`) and starts once that
+one has ended, never beside it. Under `tick` (faketime), a later tick asks an earlier one, still waiting for
+its run, to stop it.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from pathlib import Path
 
-from .blackbox import Cronwright, serving, utc, wait_for
+from .blackbox import TIMEOUT, Cronwright, needs_faketime, serving, utc, wait_for
 
 
 def test_replace_cancels_the_running_command_and_starts_the_next_after_it(tmp_path: Path) -> None:
@@ -44,5 +48,42 @@ def test_replace_cancels_the_running_command_and_starts_the_next_after_it(tmp_pa
     cancelled = sum(run["outcome"] == "cancelled" for run in runs)
     assert shown["cancelled"] >= cancelled >= 1  # read a moment later: another may have been cancelled
     assert shown["consecutive_failures"] == 0
-    assert "overlap replace" in human_show and f"{shown['cancelled']} cancelled" in human_show
+    said = re.search(r"overlap replace[^,]*, (\d+) cancelled", " ".join(human_show.split()))  # lines fit 80
+    assert said is not None and int(said.group(1)) >= 1, human_show
     assert "cancelled" in human_history
+
+
+@needs_faketime
+def test_a_later_tick_stops_the_run_an_earlier_tick_still_waits_for(tmp_path: Path) -> None:
+    # A one-second beat, so the first tick looks at its rows soon; a lease long enough that the second
+    # process, on its own faked clock, never takes the first one's live run for dead.
+    cw = Cronwright(tmp_path, lease_beat="1s", lease_ttl="10m")
+    job = cw.add(
+        "long", "--cron", "* * * * *", "--overlap", "replace", action="slow", at="2026-10-25T01:00:30+02:00"
+    )
+    first = cw.popen("tick", "--json", at="2026-10-25T01:01:30+02:00")
+    try:
+        wait_for("the first run to start", cw.started.exists)
+        second = cw.tick(at="2026-10-25T01:02:03+02:00")  # 01:02 comes due while 01:01 runs: it is replaced
+        assert second["fired"] == 0
+        lines = lambda: cw.started.read_text(encoding="utf-8").split()  # noqa: E731
+        # The first tick stops its run at its next beat; if its own clock has passed 01:02 by then, it
+        # starts the waiting occurrence itself (which then waits for the release).
+        wait_for("the first tick to stop its run", lambda: first.poll() is not None or len(lines()) > 1)
+        cw.release.touch()
+        out, err = first.communicate(timeout=TIMEOUT)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert first.returncode == 0, err
+    if json.loads(out)["fired"] == 1:
+        assert cw.tick(at="2026-10-25T01:02:30+02:00")["fired"] == 1  # the waiting occurrence starts
+    runs = cw.json("history", "long", at="2026-10-25T01:03:10+02:00")["runs"]
+    assert [(run["scheduled_for"], run["outcome"]) for run in reversed(runs)] == [
+        ("2026-10-25T01:01:00+02:00", "cancelled"),
+        ("2026-10-25T01:02:00+02:00", "ok"),
+    ]
+    assert cw.fires() == [f"{job['id']}-2 1"]  # only the second reached the end of its script
+    shown = cw.show("long", at="2026-10-25T01:03:20+02:00")["job"]
+    assert (shown["cancelled"], shown["consecutive_failures"], shown["state"]) == (1, 0, "active")
