@@ -225,6 +225,20 @@ class Lines:
 
 
 @contextmanager
+def slow_tick(cw: Cronwright, at: str) -> Iterator[subprocess.Popen[str]]:
+    """A `cronwright tick --json` at `at` whose `sh.slow` run has started (it waits for `cw.release`);
+    killed after the block if it still runs, so a failing test never leaves it behind."""
+    tick = cw.popen("tick", "--json", at=at)
+    try:
+        wait_for("the tick's slow run to start", cw.started.exists)
+        yield tick
+    finally:
+        if tick.poll() is None:
+            tick.kill()
+            tick.communicate()
+
+
+@contextmanager
 def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
     """A real `cronwright serve` of `cw`, listening; stopped with SIGTERM (killed if it lingers) after."""
     with cw.popen("serve") as serve:

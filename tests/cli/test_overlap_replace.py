@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from .blackbox import TIMEOUT, Cronwright, needs_faketime, serving, utc, wait_for
+from .blackbox import TIMEOUT, Cronwright, needs_faketime, serving, slow_tick, utc, wait_for
 
 
 def test_replace_cancels_the_running_command_and_starts_the_next_after_it(tmp_path: Path) -> None:
@@ -61,9 +61,7 @@ def test_a_later_tick_stops_the_run_an_earlier_tick_still_waits_for(tmp_path: Pa
     job = cw.add(
         "long", "--cron", "* * * * *", "--overlap", "replace", action="slow", at="2026-10-25T01:00:30+02:00"
     )
-    first = cw.popen("tick", "--json", at="2026-10-25T01:01:30+02:00")
-    try:
-        wait_for("the first run to start", cw.started.exists)
+    with slow_tick(cw, at="2026-10-25T01:01:30+02:00") as first:
         second = cw.tick(at="2026-10-25T01:02:03+02:00")  # 01:02 comes due while 01:01 runs: it is replaced
         assert second["fired"] == 0
         lines = lambda: cw.started.read_text(encoding="utf-8").split()  # noqa: E731
@@ -72,10 +70,6 @@ def test_a_later_tick_stops_the_run_an_earlier_tick_still_waits_for(tmp_path: Pa
         wait_for("the first tick to stop its run", lambda: first.poll() is not None or len(lines()) > 1)
         cw.release.touch()
         out, err = first.communicate(timeout=TIMEOUT)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.communicate()
     assert first.returncode == 0, err
     if json.loads(out)["fired"] == 1:
         assert cw.tick(at="2026-10-25T01:02:30+02:00")["fired"] == 1  # the waiting occurrence starts

@@ -9,7 +9,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from .blackbox import TIMEOUT, Cronwright, needs_faketime, utc, wait_for
+from .blackbox import TIMEOUT, Cronwright, needs_faketime, slow_tick, utc
 
 pytestmark = needs_faketime
 
@@ -123,19 +123,13 @@ def test_buffer_one_runs_the_buffered_occurrence_once(tmp_path: Path) -> None:
     )
     # Each process's faked clock runs on from where it starts, so the first one's clock may not have
     # reached 01:02 yet when its run ends: then a later tick starts the waiting occurrence.
-    first = cw.popen("tick", "--json", at="2026-10-25T01:01:30+02:00")
-    try:
-        wait_for("the first run to start", cw.started.exists)
+    with slow_tick(cw, at="2026-10-25T01:01:30+02:00") as first:
         second = cw.tick(at="2026-10-25T01:02:03+02:00")  # 01:02 comes due while 01:01 runs: it waits
         assert second["fired"] == 0
         waiting = cw.show("long", at="2026-10-25T01:02:10+02:00")["job"]
         assert (waiting["buffered"], waiting["buffered_for"]) == (1, "2026-10-25T01:02:00+02:00")
         cw.release.touch()
         out, err = first.communicate(timeout=TIMEOUT)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.communicate()
     assert first.returncode == 0, err
     fired = json.loads(out)["fired"]  # its own, and the one that waited once its clock passed 01:02
     if fired == 1:
