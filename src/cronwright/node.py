@@ -563,7 +563,8 @@ class Node:
             passes = [self.run_pass()]  # records what finished, and claims the freed slots
             if not self.runs.in_flight():
                 # What was just recorded may have left an occurrence waiting for it (overlap
-                # buffer_one), due now: this tick starts it rather than leaving it to the next.
+                # buffer_one, or replace's successor), due now: this tick starts it rather than
+                # leaving it to the next.
                 passes.append(self.run_pass())
             for more in passes:
                 report.fired += more.fired
