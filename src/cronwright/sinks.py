@@ -20,6 +20,7 @@ _INFO = (
     EventKind.JOB_SKIPPED,
     EventKind.JOB_PERSISTENCE_RECOVERED,
     EventKind.JOB_BUFFERED,
+    EventKind.JOB_CANCELLED,  # overlap replace at work: the policy, not a fault
     EventKind.JOB_BACKFILLED,
 )
 

@@ -4,11 +4,14 @@ new one once it has ended; allow is refused plainly in this release."""
 
 from __future__ import annotations
 
+import logging
 import threading
+
+import pytest
 
 from conftest import Harness, at
 from cronwright import engine
-from cronwright.events import EventKind
+from cronwright.events import Event, EventKind
 from cronwright.model import Outcome, State
 
 
@@ -207,3 +210,11 @@ def test_buffer_one_never_stops_the_running_occurrence(harness: Harness) -> None
     flight = harness.node.store.get(int(harness.job("long")["id"]))
     assert flight is not None and flight.in_flight is not None and not flight.in_flight.cancel
     harness.runner.hold["long"].set()
+
+
+def test_a_replace_logs_at_info_as_normal_operation(caplog: pytest.LogCaptureFixture) -> None:
+    from cronwright.sinks import LogSink
+
+    with caplog.at_level(logging.INFO, logger="cronwright.events"):
+        LogSink().emit(Event(EventKind.JOB_CANCELLED, 1, "long", {"fire_id": "1-1"}))
+    assert [record.levelno for record in caplog.records] == [logging.INFO]
