@@ -39,7 +39,7 @@ from typing import Any
 
 import aps3
 from common import BENCH, Row, clone_rows, log, table, utc_now
-from product import Serve, World, children, clone_rows_pg, cpu, drop_schema, pg_url, switches
+from product import Serve, World, clone_rows_pg, cpu, descendants, drop_schema, pg_url, switches
 
 SCHEDULES = 10_000
 MAX_WINDOW = 50 * 60.0
@@ -109,7 +109,7 @@ class Watched:
     def open(self) -> None:
         time.sleep(1.0)  # the end of boot (the first pass, the worker's handshake) is not idle time
         self.began, self.switches, self.cpu = time.monotonic(), switches(self.pid), cpu(self.pid)
-        self.workers = {child: switches(child) for child in children(self.pid)}
+        self.workers = {child: switches(child) for child in descendants(self.pid)}
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
 

@@ -32,7 +32,7 @@ from typing import Any
 import aps3
 from bench_throughput import apscheduler_round
 from common import WORKERS, Row, clone_rows, log, median, table, utc_now
-from product import Serve, World, children, rss_mb, wait_until
+from product import Serve, World, rss_mb, wait_until, workers
 
 # How far ahead of their due instant the one-shots are written into a serving node's store.
 MARGIN = timedelta(seconds=1)
@@ -139,7 +139,7 @@ def rss_rows(schedules: int) -> list[Row]:
         up = time.perf_counter() - began
         try:
             time.sleep(2.0)  # idle after its boot pass
-            ours, worker = rss_mb(serve.pid), sum(rss_mb(child) for child in children(serve.pid))
+            ours, worker = rss_mb(serve.pid), sum(rss_mb(child) for child in workers(serve.pid))
         finally:
             serve.stop()
     log(f"rss: serve {ours:.1f} MB (+ worker {worker:.1f} MB) holding {schedules:,}, up in {up:.1f}s")

@@ -134,7 +134,7 @@ class Serve:
         if not self._ready.wait(120) or self.process.poll() is not None:
             self.stop()
             raise RuntimeError(f"cronwright serve did not start: {''.join(self._lines)[-800:]}")
-        wait_until("serve's warm python worker", lambda: bool(children(self.pid)), 60)
+        wait_until("serve's warm python worker", lambda: bool(workers(self.pid)), 60)
 
     def _read(self, pipe: IO[str] | None) -> None:
         assert pipe is not None
@@ -185,6 +185,16 @@ def children(pid: int) -> list[int]:
     except OSError:
         pass
     return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Children, theirs, and so on: a serve's python workers are the children of their fork server."""
+    return [found for child in children(pid) for found in (child, *descendants(child))]
+
+
+def workers(pid: int) -> list[int]:
+    """A serve's python workers: the grandchildren of the node (its children are their fork servers)."""
+    return [worker for child in children(pid) for worker in children(child)]
 
 
 def switches(pid: int) -> int:

@@ -8,6 +8,7 @@ LD_PRELOAD does not reach them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -26,7 +27,7 @@ from typing import IO, Any
 
 from faketime import faketime_env, needs_faketime
 
-__all__ = ["Cronwright", "Result", "needs_faketime", "utc", "wait_for"]
+__all__ = ["Cronwright", "Result", "alive", "children", "descendants", "needs_faketime", "utc", "wait_for"]
 
 CRONWRIGHT = Path(sys.executable).with_name("cronwright")
 SITE = Path(__file__).parent / "faketime_site"
@@ -193,10 +194,29 @@ def wait_for(what: str, condition: Callable[[], bool], timeout: float = 20.0) ->
 
 
 def children(pid: int) -> list[int]:
-    """The processes `pid` started (its python workers, its commands), read from /proc."""
+    """The processes `pid` started (its commands, its python workers' fork server), read from /proc."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, ended and waiting for its parent to reap it, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Its children, theirs, and so on: the python workers are the children of their fork server."""
+    found: list[int] = []
+    for child in children(pid):
+        found.append(child)
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            found += descendants(child)
     return found
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pg
 
-from .blackbox import Cronwright, children, wait_for
+from .blackbox import Cronwright, children, descendants, wait_for
 from .test_serve import Lines
 
 # The window: long enough to catch a thread that wakes every second or two (uvicorn ticked every 0.1 s,
@@ -61,7 +61,8 @@ def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
         try:
             wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=20)
             # `serve` warms one python worker in the background: the window starts once it is up.
-            wait_for("the warm python worker", lambda: bool(children(serve.pid)), timeout=20)
+            # (a child of its fork server, the node's child).
+            wait_for("the warm python worker", lambda: warm_worker(serve.pid), timeout=20)
             yield serve
         finally:
             serve.send_signal(signal.SIGTERM)
@@ -75,11 +76,15 @@ def serving(cw: Cronwright) -> Iterator[subprocess.Popen[str]]:
         assert serve.returncode == 0, "".join(stderr.seen)
 
 
+def warm_worker(pid: int) -> bool:
+    return any(children(server) for server in children(pid))
+
+
 def woken(serve: subprocess.Popen[str]) -> dict[str, int]:
     """The threads (of serve and its workers) that woke during the window, with how often."""
     # Let the boot settle (the first pass, the worker's handshake) before the window opens.
     time.sleep(1.0)
-    pids = [serve.pid, *children(serve.pid)]
+    pids = [serve.pid, *descendants(serve.pid)]
     before = {key: value for pid in pids for key, value in switches(pid).items()}
     time.sleep(WINDOW)
     after = {key: value for pid in pids for key, value in switches(pid).items()}

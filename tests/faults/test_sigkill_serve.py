@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cli.blackbox import Cronwright, children, wait_for
+from cli.blackbox import Cronwright, alive, descendants, wait_for
 from faketime import needs_faketime
 
 from .helpers import one_shots
@@ -56,11 +56,11 @@ def test_serve_killed_mid_burst_interrupts_only_its_runs_in_flight_and_loses_non
             lambda: ran.exists() and len(ran.read_text().splitlines()) >= BEFORE_KILL,
             timeout=60,
         )
-        workers = children(serve.pid)
+        workers = descendants(serve.pid)  # the workers' fork server, and the workers it forked
         os.kill(serve.pid, signal.SIGKILL)
         serve.wait(timeout=30)
         # Its python workers outlive it by the action in hand: count the starts once they are gone.
-        wait_for("the dead node's workers to exit", lambda: not any(_alive(pid) for pid in workers))
+        wait_for("the dead node's workers to exit", lambda: not any(alive(pid) for pid in workers))
     finally:
         if serve.poll() is None:
             serve.kill()
@@ -93,11 +93,3 @@ def test_serve_killed_mid_burst_interrupts_only_its_runs_in_flight_and_loses_non
     assert set(tick["fire_ids"]) == late_starts, (tick["fire_ids"], late_starts)
     states = Counter(job["state"] for job in listed)
     assert states == Counter({"done": JOBS - len(interrupted), "failed": len(interrupted)}), states
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

@@ -79,10 +79,15 @@ class WorkerSpec:
 
     def argv(self, describe: bool = False) -> list[str]:
         # -P: the worker's cwd is not put on sys.path; only the target's `path` is.
-        argv = [self.python, "-P", "-m", "cronwright.targets.worker", "--module", self.module]
-        for entry in self.paths:
-            argv += ["--path", entry]
+        argv = [self.python, "-P", "-m", "cronwright.targets.worker", *self.worker_args()]
         return [*argv, "--describe"] if describe else argv
+
+    def worker_args(self) -> list[str]:
+        """The worker module's own arguments (a fork server's worker gets these, its argv[1:])."""
+        args = ["--module", self.module]
+        for entry in self.paths:
+            args += ["--path", entry]
+        return args
 
     def environ(self) -> dict[str, str]:
         """The node's variables named in BASE_ENV and in the target's `env`; never all of them."""

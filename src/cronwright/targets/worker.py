@@ -2,11 +2,13 @@
 
 Why plain subprocesses speaking JSON lines, and not `multiprocessing`:
 
-- A worker is a fresh `python -m cronwright.targets.worker`, never a fork of the node. The node runs threads,
-  and a fork of a threaded process can deadlock; a fork would also inherit the node's memory, its store
-  connections and every secret it has resolved.
+- A worker is never a fork of the node. The node runs threads, and a fork of a threaded process can
+  deadlock; a fork would also inherit the node's memory, its store connections and every secret it has
+  resolved. It is forked from a fork server (forkserver.py): a fresh, single-threaded interpreter per
+  python target that has imported what a worker imports and nothing else, so that a worker starts in a
+  millisecond, not in the tens of milliseconds of a cold interpreter.
 - `multiprocessing` pools do not survive the death of one worker (`ProcessPoolExecutor` breaks as a whole)
-  and cannot kill one task at its deadline. Here each worker is one `Popen` in its own process group: it is
+  and cannot kill one task at its deadline. Here each worker is one process in its own process group: it is
   killed, with whatever it spawned, and replaced alone.
 - JSON, not pickle, crosses the boundary, so the node never unpickles what target code produced.
 - The protocol runs over the worker's stdin and stdout, which the worker moves aside before it imports any
@@ -50,6 +52,7 @@ from cronwright.targets.attempt import (
     why_exited,
 )
 from cronwright.targets.decorator import ActionMark, Context, actions_of, call
+from cronwright.targets.forkserver import ForkServer, ServerFailed
 from cronwright.targets.specs import WorkerSpec, fingerprint
 
 _WIRE_MESSAGE_LIMIT = 4 * MESSAGE_LIMIT  # what a worker sends of it: the node masks first, then cuts
@@ -126,24 +129,16 @@ class _StartFailed(Exception):
 class _Worker:
     """One worker process, owned by one thread at a time (the pool hands it out)."""
 
-    def __init__(self, spec: WorkerSpec, startup_timeout: float) -> None:
+    def __init__(self, spec: WorkerSpec, server: ForkServer, startup_timeout: float) -> None:
         self.spec = spec
         self.runs = 0
         self.capture = Capture()
         self._buffer = b""
         try:
-            self.proc = subprocess.Popen(
-                spec.argv(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self.capture.child_fd,
-                cwd=spec.cwd,
-                env=spec.environ(),
-                start_new_session=True,
-            )
-        except OSError as error:
+            self.proc = server.fork(spec.worker_args(), self.capture.child_fd, startup_timeout)
+        except ServerFailed as failed:
             self.capture.close()
-            raise _StartFailed(Finished("error", f"cannot start a worker: {error}")) from error
+            raise _StartFailed(Finished(failed.kind, str(failed), failed.output)) from None
         self.capture.started()
         try:
             ready = self._read(time.monotonic() + startup_timeout)
@@ -152,7 +147,7 @@ class _Worker:
             raise _StartFailed(Finished("timeout", hung, self.kill())) from None
         except _Died:
             output = self.kill()
-            died = f"the worker {why_exited(self.proc.returncode)} while importing {spec.module!r}"
+            died = f"the worker {why_exited(self.proc.wait())} while importing {spec.module!r}"
             raise _StartFailed(Finished("crashed", died, output)) from None
         if not ready.get("ready"):
             output = self.kill()
@@ -187,7 +182,7 @@ class _Worker:
             return Finished("timeout", late, self.kill()), False
         except _Died:
             output = self.kill()
-            return Finished("crashed", f"the worker {why_exited(self.proc.returncode)}", output), False
+            return Finished("crashed", f"the worker {why_exited(self.proc.wait())}", output), False
         printed = (self.capture.take(),)
         message, cut = str(reply.get("message", "")), bool(reply.get("cut"))
         return Finished("ok" if reply.get("ok") else "error", message, printed, cut), True
@@ -219,11 +214,11 @@ class _Worker:
 
     def interrupt(self) -> None:
         """From another thread: kills the worker; the thread that owns it sees it die and cleans up."""
-        kill_group(self.proc)
+        self.proc.kill_group()
 
     def kill(self) -> tuple[Output, ...]:
-        """Kills the worker and its group, reaps it and closes its pipes; returns what it had printed."""
-        kill_group(self.proc)
+        """Kills the worker and its group, waits for its end and closes its pipes; returns its output."""
+        self.proc.kill_group()
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             try:
@@ -266,6 +261,8 @@ class Pool:
             max_runs  # a worker is recycled after this many runs, so leaks in target code stay small
         )
         self._slots: dict[WorkerSpec, _Slots] = {}
+        self._servers: dict[WorkerSpec, ForkServer] = {}
+        self._server_locks: dict[WorkerSpec, threading.Lock] = {}
         self._busy: set[_Worker] = set()
         self._starting: list[threading.Thread] = []
         self._warming: set[WorkerSpec] = set()
@@ -352,6 +349,11 @@ class Pool:
             worker.kill()
         for thread in starting:
             thread.join()
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.close()
 
     def _acquire(self, spec: WorkerSpec) -> _Worker:
         while True:
@@ -370,7 +372,7 @@ class Pool:
                     self.warm(spec)
                 return worker
             worker.kill()  # died while idle, or its code changed on disk: a fresh one imports the new code
-        worker = _Worker(spec, self.startup_timeout)
+        worker = self._start(spec)
         with self._lock:
             if self._closed:
                 worker.kill()
@@ -386,9 +388,34 @@ class Pool:
                 return
         worker.kill()
 
+    def _start(self, spec: WorkerSpec) -> _Worker:
+        """A new worker of `spec`, forked by the spec's fork server (started here when there is none)."""
+        with self._lock:
+            lock = self._server_locks.setdefault(spec, threading.Lock())
+        with lock:  # one server per spec: the threads that want one while it starts wait for it
+            with self._lock:
+                server = self._servers.get(spec)
+                if self._closed:
+                    raise _StartFailed(Finished("interrupted", "the node is shutting down"))
+            if server is None or not server.alive():
+                if server is not None:
+                    server.close()
+                try:
+                    server = ForkServer(spec, self.startup_timeout)
+                except ServerFailed as failed:
+                    raise _StartFailed(Finished(failed.kind, str(failed), failed.output)) from None
+                with self._lock:
+                    closed = self._closed
+                    if not closed:
+                        self._servers[spec] = server
+                if closed:
+                    server.close()
+                    raise _StartFailed(Finished("interrupted", "the node is shutting down"))
+        return _Worker(spec, server, self.startup_timeout)
+
     def _start_idle(self, spec: WorkerSpec) -> None:
         try:
-            worker = _Worker(spec, self.startup_timeout)
+            worker = self._start(spec)
         except _StartFailed:
             return  # the next run starts one itself, and reports why it cannot
         finally:
