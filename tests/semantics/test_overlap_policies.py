@@ -202,14 +202,19 @@ def test_replace_in_the_engine_marks_the_flight_and_keeps_only_the_newest_waitin
     assert later.job.next_run_at == at("2026-03-02T09:04:00+01:00")
 
 
-def test_buffer_one_never_stops_the_running_occurrence(harness: Harness) -> None:
-    _running_long(harness, overlap="buffer_one")
+@pytest.mark.parametrize("policy", ["skip", "buffer_one"])
+def test_skip_and_buffer_one_never_stop_the_running_occurrence(harness: Harness, policy: str) -> None:
+    _running_long(harness, overlap=policy)
     harness.clock.set(at("2026-03-02T09:02:00+01:00"))
     harness.node.run_pass()
     assert harness.runner.cancelled == []
     flight = harness.node.store.get(int(harness.job("long")["id"]))
     assert flight is not None and flight.in_flight is not None and not flight.in_flight.cancel
     harness.runner.hold["long"].set()
+    harness.node.tick()
+    runs = harness.ok("history", name="long")["runs"]
+    assert [run["outcome"] for run in runs] == (["ok"] if policy == "skip" else ["ok", "ok"])
+    assert harness.job("long")["cancelled"] == 0
 
 
 def test_a_replace_logs_at_info_as_normal_operation(caplog: pytest.LogCaptureFixture) -> None:
