@@ -52,7 +52,11 @@ class JsonLines(logging.Formatter):
         self._zone = zone
 
     def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(entry(record, self._zone), ensure_ascii=False, default=str)
+        return _ENCODE(entry(record, self._zone))
+
+
+# One encoder for every line: json.dumps with options builds a new one per call, once per event.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 class Readable(logging.Formatter):

@@ -71,9 +71,11 @@ class MetricsSink:
             "cronwright_skips", "Occurrences skipped, by reason.", ["reason"], registry=registry
         )
         # A series that appears only at its first increment breaks rate() and alerts on it: start at 0.
-        for outcome in Outcome:
-            self.runs.labels(outcome=outcome.value)
-            self.run_seconds.labels(outcome=outcome.value)
+        # The series of each outcome, looked up once: a label lookup per event is a busy node's cost.
+        self._runs = {outcome.value: self.runs.labels(outcome=outcome.value) for outcome in Outcome}
+        self._run_seconds = {
+            outcome.value: self.run_seconds.labels(outcome=outcome.value) for outcome in Outcome
+        }
         for reason in SKIP_REASONS:
             self.skips.labels(reason=reason)
         self.buffered = Counter(
@@ -97,10 +99,12 @@ class MetricsSink:
     def emit(self, event: Event) -> None:
         if event.kind is EventKind.JOB_RUN:
             outcome = str(event.fields.get("outcome", "unknown"))
-            self.runs.labels(outcome=outcome).inc()
+            runs = self._runs.get(outcome) or self.runs.labels(outcome=outcome)
+            runs.inc()
             took_ms = event.fields.get("took_ms")
             if isinstance(took_ms, int) and not isinstance(took_ms, bool):
-                self.run_seconds.labels(outcome=outcome).observe(max(0, took_ms) / 1000)
+                seconds = self._run_seconds.get(outcome) or self.run_seconds.labels(outcome=outcome)
+                seconds.observe(max(0, took_ms) / 1000)
         elif event.kind is EventKind.JOB_SKIPPED:
             count = event.fields.get("count", 1)
             self.skips.labels(reason=str(event.fields.get("reason", "unknown"))).inc(

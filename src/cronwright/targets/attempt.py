@@ -140,6 +140,9 @@ class Capture:
         finally:
             os.unlink(path)
         self._fd: int | None = fd
+        # The last `take` found the file empty: a `reset` then has nothing to truncate. What a child
+        # writes between runs (a thread of its own) goes to the next run's output instead of nowhere.
+        self._empty = False
 
     @property
     def child_fd(self) -> int:
@@ -158,12 +161,15 @@ class Capture:
 
     def reset(self) -> None:
         assert self._fd is not None
-        os.ftruncate(self._fd, 0)
+        if not self._empty:  # most runs print nothing: no system call for them
+            os.ftruncate(self._fd, 0)
+            self._empty = True
 
     def take(self, limit: int = OUTPUT_LIMIT, label: str = "") -> Output:
         """The output so far; beyond `limit` bytes, its first and last halves."""
         assert self._fd is not None
         size = os.fstat(self._fd).st_size
+        self._empty = size == 0
         if size == 0:
             return Output("", label=label)  # most runs print nothing: no read for it
         if size <= limit:
