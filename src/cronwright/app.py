@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from prometheus_client import CollectorRegistry
+from typing import TYPE_CHECKING
 
 from cronwright.allowlist import Allowlist
 from cronwright.calendars import from_config
@@ -29,6 +28,9 @@ from cronwright.store import open_store
 from cronwright.store.base import Backend
 from cronwright.targets.secrets import Secrets
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
 
 @dataclass(slots=True)
 class App:
@@ -36,7 +38,7 @@ class App:
     node: Node
     service: Service
     protocol: Protocol
-    metrics: CollectorRegistry
+    metrics: CollectorRegistry | None  # None in a process that nobody scrapes (built with metrics=False)
     # Delivers the outbox (semantic 38): `serve` starts its thread, `tick` drains it before exiting.
     deliveries: DeliveryLoop | None = None
     # Told of every change a reader may show (the dashboard's live updates).
@@ -60,13 +62,23 @@ def build(
     serving: bool = False,
     short_lived: bool = False,
     secrets: Secrets | None = None,
+    metrics: bool = True,
 ) -> App:
     """`serving` for `cronwright serve` (its id says so, and run_now is handed to it); `short_lived` for a
-    process with no scheduling loop, which hands its run_now to a serving node (semantic 28)."""
+    process with no scheduling loop, which hands its run_now to a serving node (semantic 28). `metrics`:
+    Prometheus counters of the events, for a process that serves /metrics; without, prometheus_client is
+    never imported (a `tick` or a short-lived CLI call would pay for it at every start, and no one scrapes
+    them)."""
     settings = config.node
-    metrics = CollectorRegistry()
+    registry = None
     changes = Changes()
-    events = FanOut([LogSink(), MetricsSink(metrics), changes, *sinks])
+    counted: list[EventSink] = []
+    if metrics:
+        from prometheus_client import CollectorRegistry
+
+        registry = CollectorRegistry()
+        counted.append(MetricsSink(registry))
+    events = FanOut([LogSink(), *counted, changes, *sinks])
     clock = clock or SystemClock()
     node = Node(
         store or open_store(config.store_url, settings.run_history),
@@ -91,7 +103,7 @@ def build(
         settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace, settings.run_history
     )
     service = Service(node, allowlist, limits)
-    app = App(config, node, service, Protocol(service, settings.max_message_bytes), metrics, changes=changes)
+    app = App(config, node, service, Protocol(service, settings.max_message_bytes), registry, changes=changes)
     # The node calls on_notes when woken (a mutation, SIGUSR1, a NOTIFY) and when it wrote notifications.
     node.on_notes = changes.changed
     if config.notify:

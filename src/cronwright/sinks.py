@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from typing import TYPE_CHECKING
 
 from cronwright.events import SKIP_REASONS, Event, EventKind
 from cronwright.logs import FIELDS
 from cronwright.model import Outcome
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 # Runs last from milliseconds (an http ping) to hours (a backup): buckets from 50ms to 6h.
 RUN_SECONDS_BUCKETS = (0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 6 * 3600, float("inf"))
@@ -55,6 +57,9 @@ class MetricsSink:
     """Prometheus counters, one per event kind, labelled where a label has few values."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        # Imported here: the log sink's users (a `tick`, a short-lived CLI call) never pay for it.
+        from prometheus_client import Counter, Histogram, disable_created_metrics
+
         # The client library's `_created` series double every family, and no alert reads them.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.runs = Counter(

@@ -158,6 +158,12 @@ class Cronwright:
             cwd=self.folder,
         )
 
+    def add_python_target(self, source: str, module: str = "tick_acts") -> None:
+        """A python target `py`: `source` as module `module` in this folder, added to the config."""
+        (self.folder / f"{module}.py").write_text(source, encoding="utf-8")
+        extra = f'\n[targets.py]\nkind = "python"\nmodule = "{module}"\npath = ["{self.folder}"]\n'
+        self.config.write_text(self.config.read_text(encoding="utf-8") + extra, encoding="utf-8")
+
     # --- the verbs the scenarios use most ------------------------------------------------------------
 
     def add(self, name: str, *options: str, action: str = "log", at: str) -> dict[str, Any]:

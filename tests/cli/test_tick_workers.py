@@ -26,9 +26,7 @@ def hold(gate: str) -> str:
 def test_a_ticks_python_runs_are_forked_workers_of_its_fork_server_and_none_outlives_it(
     cw: Cronwright,
 ) -> None:
-    (cw.folder / "tick_acts.py").write_text(ACTIONS, encoding="utf-8")
-    extra = f'\n[targets.py]\nkind = "python"\nmodule = "tick_acts"\npath = ["{cw.folder}"]\n'
-    cw.config.write_text(cw.config.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    cw.add_python_target(ACTIONS)
     gate = cw.folder / "gate"
     now = datetime.now(UTC).isoformat()
     for index in range(RUNS):

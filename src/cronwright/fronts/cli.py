@@ -89,7 +89,16 @@ class Runtime:
                 # all but a few workers killed, only to start them again for the next firings.
                 pool = Pool(max_idle=config.node.max_concurrency, spare=serving)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
-                self._app = build(config, runner, registry, seed=boot, serving=serving, short_lived=not boot)
+                # Only serve has a /metrics to count events for.
+                self._app = build(
+                    config,
+                    runner,
+                    registry,
+                    seed=boot,
+                    serving=serving,
+                    short_lived=not boot,
+                    metrics=serving,
+                )
             except (ConfigError, StoreError) as error:
                 fail(str(error))
         return self._app

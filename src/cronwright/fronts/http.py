@@ -211,7 +211,8 @@ class _Api:
 
     async def metrics(self, request: Request) -> Response:
         def scrape() -> bytes:
-            return generate_latest(self.app.metrics) + generate_latest(self.gauges)
+            counted = generate_latest(self.app.metrics) if self.app.metrics is not None else b""
+            return counted + generate_latest(self.gauges)
 
         return Response(await run_in_threadpool(scrape), media_type=CONTENT_TYPE_LATEST)
 

@@ -9,9 +9,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
-from rich.console import Console
-from rich.table import Table
-
 # The width lines for people are fitted to where they can be (`list`, `show`, `preview`): a terminal of 80
 # columns, the narrowest one still common.
 WIDTH = 80
@@ -125,6 +122,10 @@ def _short(value: Any) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if out.isatty():
+        # Imported here: only a table on a terminal needs rich, and every CLI call would pay for it.
+        from rich.console import Console
+        from rich.table import Table
+
         rich_table = Table(*headers, box=None, header_style="bold", pad_edge=False)
         for row in rows:
             rich_table.add_row(*row)

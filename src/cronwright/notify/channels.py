@@ -12,22 +12,23 @@
 from __future__ import annotations
 
 import json
-import smtplib
-import ssl
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from email.message import EmailMessage
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
-
-import httpx
 
 import cronwright
 from cronwright.errors import CronwrightError
 from cronwright.targets.http import SIGNATURE_HEADER, sign
 from cronwright.targets.secrets import SecretMissing, Secrets
+
+if TYPE_CHECKING:
+    import smtplib
+    import ssl
+
+    import httpx
 
 NOTIFICATION_ID_HEADER = "X-Cronwright-Notification-Id"
 
@@ -84,6 +85,8 @@ class WebhookChannel:
     wall: Callable[[], float] = time.time
 
     def send(self, payload: Mapping[str, Any]) -> None:
+        import httpx  # here: a node with no webhook channel never pays for its import
+
         data = encoded(payload)
         try:
             secret = self.secrets.resolve([self.signing_secret])[self.signing_secret]
@@ -118,6 +121,10 @@ class EmailChannel:
     tls: ssl.SSLContext | None = None  # None: the system's trusted CAs, with the host name checked
 
     def send(self, payload: Mapping[str, Any]) -> None:
+        # Imported here, as httpx for webhooks: a node with no email channel never pays for them.
+        import smtplib
+        from email.message import EmailMessage
+
         message = EmailMessage()
         message["Subject"] = subject(payload)
         message["From"] = self.sender
@@ -136,6 +143,8 @@ class EmailChannel:
         return f"{parts.scheme}://{parts.hostname}:{parts.port or _default_port(parts.scheme)}"
 
     def _connect(self) -> smtplib.SMTP:
+        import smtplib
+
         parts = urlsplit(self.smtp)
         host, port = parts.hostname or "localhost", parts.port or _default_port(parts.scheme)
         if parts.scheme == "smtps":
@@ -148,6 +157,8 @@ class EmailChannel:
         return server
 
     def _tls(self) -> ssl.SSLContext:
+        import ssl
+
         return self.tls or ssl.create_default_context()
 
     def _login(self, server: smtplib.SMTP) -> None:

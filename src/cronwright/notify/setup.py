@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import httpx
-
 from cronwright.notify.channels import AppriseChannel, Channel, EmailChannel, WebhookChannel
 from cronwright.notify.rules import Rule
 from cronwright.targets.secrets import Secrets
 
 if TYPE_CHECKING:
+    import httpx
+
     from cronwright.config import Config, NotifyConfig
 
 
@@ -35,6 +35,8 @@ def channels_of(
     wall: Callable[[], float] | None = None,
 ) -> dict[str, Channel]:
     """Every configured channel. Secrets are resolved at each send (`check` reports a missing one)."""
+    import httpx  # here: a config with no channel never pays for its import
+
     shared = client or httpx.Client(follow_redirects=False)
     return {name: _channel(name, spec, secrets, shared, wall) for name, spec in config.notify.items()}
 

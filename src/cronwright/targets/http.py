@@ -19,12 +19,14 @@ import json
 import threading
 import time
 from collections.abc import Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 import cronwright
 from cronwright.targets.attempt import OUTPUT_LIMIT, Call, Finished, Output
 from cronwright.targets.specs import ActionSpec, TargetSpec
+
+if TYPE_CHECKING:
+    import httpx
 
 SIGNATURE_HEADER = "X-Cronwright-Signature"
 FIRE_ID_HEADER = "X-Cronwright-Fire-Id"
@@ -63,12 +65,17 @@ class HttpExecutor:
 
     def __init__(self, client: httpx.Client | None = None, wall: Callable[[], float] = time.time) -> None:
         """`wall` is the unix-time clock the signature's timestamp comes from (the receiver checks it)."""
-        self._client = client or httpx.Client(follow_redirects=False)
+        # Made at the first http run: most nodes have no http target, and a `tick` would pay for httpx's
+        # import and its TLS context at every start.
+        self._client = client
+        self._client_lock = threading.Lock()
         self._wall = wall
         self._closed = threading.Event()
 
     def run(self, target: TargetSpec, action: ActionSpec, call: Call) -> Finished:
         """Runs one attempt. Never raises: every failure is a Finished."""
+        import httpx
+
         assert target.url is not None and target.signing_secret is not None
         body = body_of(call)
         cron = call.envelope["cron"]
@@ -100,7 +107,17 @@ class HttpExecutor:
 
     def close(self) -> None:
         self._closed.set()
-        self._client.close()
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+
+    def _http(self) -> httpx.Client:
+        import httpx
+
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client(follow_redirects=False)
+            return self._client
 
     def _abandonable(
         self, call: Call, url: str, body: bytes, headers: dict[str, str], deadline: float
@@ -137,7 +154,7 @@ class HttpExecutor:
         """Status, the body's first OUTPUT_LIMIT bytes, and how many bytes of it were left unread."""
         kept = bytearray()
         extra = 0
-        with self._client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+        with self._http().stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
             for chunk in response.iter_bytes():
                 if time.monotonic() > deadline:
                     raise _Late  # the read timeout is per read: a slow drip must still end at the deadline
