@@ -2,8 +2,9 @@
 
 It listens on 127.0.0.1 only, on a port of its own, and relays every byte both ways, reading the
 PostgreSQL wire protocol (v3) as it goes. While `drop_commit_replies` is above zero, a client's query
-(`Q`) or parse (`P`) message that holds COMMIT is relayed to the server, and what the server answers is
-read, up to its ReadyForQuery, so the commit has landed; then both sides are cut and the answer is never
+(`Q`) or parse (`P`) message that holds COMMIT is relayed to the server (a parse with the messages that
+follow it up to its Sync, as a pipeline sends them), and what the server answers is read, up to its
+ReadyForQuery, so the commit has landed; then both sides are cut and the answer is never
 relayed. The client sees its connection drop after COMMIT: it cannot know that the commit landed.
 
 With `refuse_after_cut`, the proxy then cuts every other connection too, and refuses every new one
@@ -139,6 +140,13 @@ class _Link:
                 if commit and self._cut_now((self.client, self.server)):
                     self._muted.set()
                     self.server.sendall(message)
+                    if kind == b"P":
+                        # The extended protocol (a pipeline): the COMMIT parsed runs once its Bind and
+                        # Execute have followed, at the Sync; relay up to it, so that it does land.
+                        for more, rest in stream:
+                            self.server.sendall(rest)
+                            if more == b"S":
+                                break
                     self._answered.wait(ANSWER_WAIT)
                     return
                 self.server.sendall(message)

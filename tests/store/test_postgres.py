@@ -225,6 +225,54 @@ def test_nodes_claiming_overlapping_batches_each_win_a_job_once_and_never_deadlo
     assert {found.version for found in stores[2].jobs()} == {2}
 
 
+def test_nodes_reading_due_jobs_at_once_each_read_their_own_share_first(
+    open_: Callable[..., PostgresStore],
+) -> None:
+    """Three live nodes, 30 one-shots due at one instant: each node's first 10 are its own (no two nodes
+    start by racing for the same rows), together they are the 30, and each still reads the others' after
+    its own (a share whose node is busy or gone is taken by the rest)."""
+    stores = [open_() for _ in range(3)]
+    for number in range(30):
+        stores[0].insert(job(f"job-{number:03}"))
+    for index, store in enumerate(stores):
+        store.beat(f"node-{index}", T0)
+    for index, store in enumerate(stores):
+        assert store.lease_left(T0, timedelta(seconds=45), f"node-{index}") is None  # no peer holds a run
+
+    firsts = [{due.id for due in store.due(T0, 10)} for store in stores]
+
+    assert [len(first) for first in firsts] == [10, 10, 10]
+    assert set.union(*firsts) == {found.id for found in stores[0].jobs()}
+    everything = stores[1].due(T0, 30)
+    assert {due.id for due in everything[:10]} == firsts[1]
+    assert {due.id for due in everything} == set.union(*firsts)
+
+
+def test_a_node_alone_reads_due_jobs_earliest_first(open_: Callable[..., PostgresStore]) -> None:
+    store = open_()
+    for number in range(5):
+        store.insert(job(f"job-{number}", due=T0 - timedelta(minutes=number)))
+    store.beat("alone", T0)
+    assert store.lease_left(T0, timedelta(seconds=45), "alone") is None
+
+    assert [due.name for due in store.due(T0, 5)] == [f"job-{number}" for number in reversed(range(5))]
+
+
+def test_a_store_starts_no_thread_of_its_own(open_: Callable[..., PostgresStore]) -> None:
+    """Its connections are opened and checked in the calling thread: nothing in it can wake an idle node
+    on a timer (psycopg_pool's scheduler wakes every ten minutes even with nothing to do; semantic 25).
+    Only `watch` starts a thread, which waits for notifications without a timeout."""
+    before = set(threading.enumerate())
+    store = open_()
+    stored = store.insert(job())
+    race(4, lambda index: store.get(stored.id))  # several connections in use at once
+    store.save([stored.evolve(occurrences=1)])
+    store.beat("node", T0)
+    assert store.due(T0, 10)
+
+    assert set(threading.enumerate()) - before == set()
+
+
 # -- leases on the database's clock ----------------------------------------------------------------
 
 

@@ -177,7 +177,8 @@ class Backend(Outbox, Protocol):
         ...
 
     def due(self, now: datetime, limit: int) -> list[Job]:
-        """Jobs not deleted whose `wake_at()` is at or before `now`, earliest first, at most `limit`."""
+        """Jobs not deleted whose `wake_at()` is at or before `now`, earliest first, at most `limit`. A store
+        shared by several nodes may put this node's share of the earliest first (PostgresStore.due)."""
         ...
 
     def next_wake(self) -> datetime | None:

@@ -43,7 +43,6 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from cronwright.audit import AuditEntry, entry_data
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
@@ -52,6 +51,7 @@ from cronwright.notify.model import Notification
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
 from cronwright.store.codec import job_data, read_job, read_run, run_data
+from cronwright.store.pg_pool import Pool, PoolClosed, PoolTimeout
 from cronwright.store.postgres_listen import Listener
 from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
@@ -87,6 +87,10 @@ class LeaseClock(StrEnum):
 # The named statements (sql/postgres/queries.sql).
 _Q = sql_files.queries("postgres")
 
+
+# Nodes that beat within this long share the due rows (`due`): a busy node beats every LEASE_BEAT, an idle
+# serving one at its safety wake-up (a minute), and one that stopped has removed its row.
+PEERS_FRESH = LEASE_TTL + timedelta(minutes=1)
 
 # The longest a create waits for another node's exclusive section.
 EXCLUSIVE_WAIT = timedelta(seconds=10)
@@ -231,21 +235,13 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         self._skew: timedelta | None = None
         self._listeners: list[Listener] = []
         self._unreadable: dict[int, str] = {}
+        # (this node's rank, how many nodes beat lately, itself included), as `lease_left` last found them.
+        self._share = (0, 1)
         self._prepare()
-        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = ConnectionPool(
-            self._conninfo,
-            kwargs={**self._kwargs, "autocommit": True},
-            min_size=1,
-            max_size=max(1, pool_size),
-            open=False,
-            configure=self._configure,
-            check=ConnectionPool.check_connection,
-            timeout=timeout,
-            name=f"cronwright-{self._schema}",
-        )
+        self._pool: Pool | None = Pool(self._connect, pool_size, timeout)
         try:
-            self._pool.open(wait=True, timeout=timeout)
-        except (psycopg.Error, PoolTimeout) as err:
+            self._pool.open()
+        except psycopg.Error as err:
             self._pool.close()
             self._pool = None
             raise StoreError(
@@ -343,14 +339,22 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         rows = connection.execute(_Q["tables"], (self._schema,))
         return {str(row[0]) for row in rows}
 
-    def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        connection.execute(_Q["configure_connection"], (quoted(self._schema),))
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection of the pool: in autocommit (a write opens its transaction), on the schema."""
+        connection = psycopg.connect(self._conninfo, autocommit=True, **self._kwargs)
+        try:
+            connection.execute(_Q["configure_connection"], (quoted(self._schema),))
+        except BaseException:
+            connection.close()
+            raise
+        return connection
 
     # -- transactions ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _session(self, write: bool) -> Iterator[psycopg.Connection[Any]]:
+    def _session(self, write: bool, pipelined: bool = False) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection: in one transaction for a write, in autocommit for a one-statement read.
+        `pipelined`: in pipeline mode, so statements whose answers are not read at once cost no round trip.
 
         Any driver error becomes StoreError (the transaction rolls back whole), and is remembered for
         `state` when it says the server was out of reach.
@@ -361,7 +365,10 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         try:
             with pool.connection() as connection:
                 if write:
-                    with connection.transaction():
+                    with (
+                        connection.pipeline() if pipelined else contextlib.nullcontext(),
+                        connection.transaction(),
+                    ):
                         yield connection
                 else:
                     yield connection
@@ -433,31 +440,43 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             for run in runs
         ]
         written = [False] * len(jobs)
-        with self._session(write=True) as connection, connection.cursor() as cursor:
+        # Pipelined: the statements go out together and the transaction costs two round trips, one for
+        # the compare-and-swaps' answers (which decide what else is written) and one for the commit.
+        with (
+            self._session(write=True, pipelined=True) as connection,
+            connection.cursor() as updating,
+            connection.cursor() as recording,
+        ):
             if updates:
-                for index, won in zip(order, self._update(cursor, jobs, updates), strict=True):
+                updating.executemany(_Q["save_job"], updates, returning=True)
+            if inserts:
+                recording.executemany(_Q["insert_run"], inserts, returning=True)
+                job_ids = sorted({run.job_id for run in runs})
+                connection.execute(_Q["prune_runs"], (job_ids, self._run_history))
+            if updates:
+                for index, won in zip(order, self._updated(updating, jobs), strict=True):
                     written[index] = won
             if inserts:
-                self._insert_runs(cursor, runs, inserts)
-                job_ids = sorted({run.job_id for run in runs})
-                cursor.execute(_Q["prune_runs"], (job_ids, self._run_history))
+                self._recorded(recording, runs)
             # An entry records a mutation that happened: only one whose job was written.
             stored = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
             entries = [_audit_columns(entry) for entry in audit if entry.job_id in stored]
             if entries:
-                cursor.executemany(_Q["insert_audit"], entries)
+                recording.executemany(_Q["insert_audit"], entries)
             lost = {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
-            self._add_notes(cursor, notes, lost)
+            self._add_notes(connection, notes, lost)
             if any(written):
                 self._notify(connection)
         return written
 
-    def _update(
-        self, cursor: psycopg.Cursor[Any], jobs: Sequence[Job], updates: list[tuple[Any, ...]]
-    ) -> list[bool]:
-        """Runs the compare-and-swaps (pipelined); returns, per update, whether its row was written."""
+    def _updated(self, cursor: psycopg.Cursor[Any], jobs: Sequence[Job]) -> list[bool]:
+        """Per compare-and-swap sent, whether its row was written (its version was the one read)."""
+        won = []
         try:
-            cursor.executemany(_Q["save_job"], updates, returning=True)
+            while True:
+                won.append(cursor.fetchone() is not None)
+                if not cursor.nextset():
+                    break
         except UniqueViolation as err:
             # A rename onto a live job's name: the unique index refuses it, atomically.
             if err.diag.constraint_name == "jobs_live_name":
@@ -465,18 +484,10 @@ class PostgresStore(SqlJobReads, SqlOutbox):
                 name = next((job.name for job in jobs if f"=({job.name})" in detail), "?")
                 raise _name_taken(name) from err
             raise
-        won = []
-        while True:
-            won.append(cursor.fetchone() is not None)
-            if not cursor.nextset():
-                break
         return won
 
-    def _insert_runs(
-        self, cursor: psycopg.Cursor[Any], runs: Sequence[Run], inserts: list[tuple[Any, ...]]
-    ) -> None:
-        """Inserts the runs (pipelined); a run met already recorded must be this very record."""
-        cursor.executemany(_Q["insert_run"], inserts, returning=True)
+    def _recorded(self, cursor: psycopg.Cursor[Any], runs: Sequence[Run]) -> None:
+        """Reads the answers of the run inserts sent; a run met already recorded must be this very record."""
         met = []
         for run in runs:
             if cursor.fetchone() is None:
@@ -565,6 +576,15 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         if row is not None:
             self._measure_skew(now - _utc(row[0]))
 
+    def due(self, now: datetime, limit: int) -> list[Job]:
+        """As `Store.due`; while other nodes beat, this node's share of the earliest due rows comes first
+        (see `due_shared` in sql/postgres/queries.sql): nodes reading at once claim different rows."""
+        rank, nodes = self._share
+        if nodes < 2:
+            return super().due(now, limit)
+        window = (max(limit, 0) + len(self._unreadable)) * nodes
+        return self._read_up_to(_Q["due_shared"], (now, window, nodes, rank), limit)
+
     def _measure_skew(self, skew: timedelta) -> None:
         with self._lock:
             before, self._skew = self._skew, skew
@@ -609,11 +629,14 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         with self._session(write=False) as connection:
             row = connection.execute(
                 _Q["lease_left"].format(beat="db_beat_at" if database else "beat_at", readable=readable),
-                (ttl, node, *unreadable),
+                (ttl, node, PEERS_FRESH, node, PEERS_FRESH, node, *unreadable),
             ).fetchone()
-        if row is None or not row[0]:
+        if row is None:
             return None
-        _, never_beat, oldest, left = row
+        holders, never_beat, oldest, left, peers, before = row
+        self._share = (int(before), int(peers) + 1)
+        if not holders:
+            return None
         if never_beat:
             return timedelta(0)
         return left if database else oldest + ttl - now  # type: ignore[no-any-return]
@@ -660,7 +683,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         pool = self._pool
         if pool is None:
             return
-        with contextlib.suppress(psycopg.Error, PoolTimeout), pool.connection(timeout=2.0) as connection:
+        with contextlib.suppress(psycopg.Error), pool.connection(timeout=2.0) as connection:
             connection.execute(_Q["notify"], (self._channel, payload))
 
     def close(self) -> None:

@@ -53,6 +53,19 @@ SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND state IN ({l
 -- index from its start and stops at `now` or at the LIMIT that follows.
 SELECT id, version, data FROM jobs WHERE NOT deleted AND wake_at <= %s ORDER BY wake_at, id
 
+-- name: due_shared
+-- `due` while other nodes are live: of the earliest due rows, as many as the live nodes could take
+-- between them (the first `%s`), this node's share first, by the rank the beats give it (`mod(id, nodes)
+-- = rank`, as `lease_left` last found them), then the rest, earliest first. Nodes that read at once then claim different rows, instead of
+-- all racing for the same first ones (the losers waiting on the winner's row locks, then losing); a
+-- share left untaken (its node is busy, or gone) is still read by the others, after their own, and
+-- never waits more than a window's worth of rows. Only the order of reads changes: the claim is still
+-- the compare-and-swap below.
+SELECT id, version, data FROM (
+    SELECT id, version, data, wake_at FROM jobs WHERE NOT deleted AND wake_at <= %s
+    ORDER BY wake_at, id LIMIT %s) AS head
+ORDER BY mod(id, %s) <> %s, wake_at, id
+
 -- name: next_wake
 SELECT min(wake_at) FROM jobs WHERE NOT deleted AND wake_at IS NOT NULL
 
@@ -125,9 +138,13 @@ ORDER BY id
 
 -- name: lease_left
 -- The holders of runs other than one node: how many, whether one never beat, their oldest beat, and
--- how long until that beat is `ttl` old on the server's clock.
+-- how long until that beat is `ttl` old on the server's clock. Then, as a node asks this before each
+-- sleep, its share of the due rows (`due_shared`): how many other nodes beat lately (within the second
+-- interval), and how many of those sort before it.
 SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),
-    min(nodes.{beat}) + %s::interval - now()
+    min(nodes.{beat}) + %s::interval - now(),
+    (SELECT count(*) FROM nodes WHERE node != %s AND db_beat_at > now() - %s::interval),
+    (SELECT count(*) FROM nodes WHERE node < %s AND db_beat_at > now() - %s::interval)
 FROM (SELECT DISTINCT flight_node FROM jobs
     WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s{readable}) AS holders
 LEFT JOIN nodes ON nodes.node = holders.flight_node
