@@ -54,10 +54,20 @@ class Dispatcher:
     # --- starting -------------------------------------------------------------------------------
 
     def start(self, job: Job, occurrence: Occurrence) -> None:
-        """Runs an attempt whose claim is durable; `job` is the row as the claim wrote it."""
+        """Runs an attempt whose claim is durable; `job` is the row as the claim wrote it.
+
+        A runner that can begin the attempt without a thread (`begin`: a python action, a warm worker
+        idle) does; any other attempt runs on a thread of the pool.
+        """
         self._started[attempt_of(occurrence)] = job
-        future = self._pool.submit(self._attempt, job, occurrence)
-        self._running[(occurrence.job_id, occurrence.fire_id)] = (occurrence, future)
+        key = (occurrence.job_id, occurrence.fire_id)
+        begin = getattr(self.runner, "begin", None)
+        if callable(begin) and not self._stopping.is_set():
+            future: Future[None] = Future()
+            self._running[key] = (occurrence, future)  # first: its outcome may come before begin returns
+            if begin(job, occurrence, lambda result: self._ended(occurrence, result, future)):
+                return
+        self._running[key] = (occurrence, self._pool.submit(self._attempt, job, occurrence))
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         if self._stopping.is_set():
@@ -72,6 +82,12 @@ class Dispatcher:
                 result = Result(Outcome.CRASHED, f"the runner failed: {error!r}"[:500])
         self._finished.put((occurrence, result))
         self._notify()
+
+    def _ended(self, occurrence: Occurrence, result: Result, future: Future[None]) -> None:
+        """The outcome of an attempt begun without a thread, as `_attempt` gives one, and its future done."""
+        self._finished.put((occurrence, result))
+        self._notify()
+        future.set_result(None)
 
     # --- what is in flight ----------------------------------------------------------------------
 

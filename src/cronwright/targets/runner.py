@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -68,9 +69,7 @@ class TargetRunner:
     def run(self, job: Job, occurrence: Occurrence) -> Result:
         started = time.monotonic()
         masker = Masker(())
-        key, stop = (occurrence.fire_id, occurrence.attempt), Stop()
-        with self._lock:
-            self._stops[key] = stop
+        key, stop = self._stop_of(occurrence)
         try:
             # Every secret any target declares is masked, not only this action's: an allowlisted variable or
             # a careless script could echo another one.
@@ -80,9 +79,52 @@ class TargetRunner:
         except Exception as error:  # a bug here must become an outcome, not kill the node's thread
             log.exception("the runner failed on %s", occurrence.fire_id)
             finished = Finished("crashed", f"the runner failed: {type(error).__name__}: {error}")
-        finally:
-            with self._lock:
-                self._stops.pop(key, None)
+        return self._result(job, key, stop, finished, masker, started)
+
+    def begin(self, job: Job, occurrence: Occurrence, done: Callable[[Result], None]) -> bool:
+        """Starts the attempt without a thread of its own where it can, a python action with a warm
+        worker idle, and calls `done` with its outcome, from another thread (`Pool.begin`). False, with
+        nothing started, where it cannot: the caller then `run`s it on a thread, which checks it again
+        and says why it refused, or starts a worker."""
+        if self._closed.is_set():
+            return False
+        started = time.monotonic()
+        try:
+            target, action = self.registry.checked(job.target, job.action, job.args)
+            values = self.secrets.resolve(action.secrets)
+        except (Refusal, SecretMissing):
+            return False
+        if target.worker is None:
+            return False  # a command or http action: its executor waits on a thread
+        known = list(self.secrets.known(self.registry.secret_names()).values())
+        masker = Masker([*values.values(), *known])
+        key, stop = self._stop_of(occurrence)
+        call = Call(
+            self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action), stop
+        )
+
+        def ended(finished: Finished) -> None:
+            done(self._result(job, key, stop, finished, masker, started))
+
+        if self.pool.begin(target.worker, action.name, call, ended):
+            return True
+        with self._lock:
+            self._stops.pop(key, None)
+        return False
+
+    def _stop_of(self, occurrence: Occurrence) -> tuple[tuple[str, int], Stop]:
+        """The stop of an attempt that begins now, where `cancel` finds it until its outcome is made."""
+        key, stop = (occurrence.fire_id, occurrence.attempt), Stop()
+        with self._lock:
+            self._stops[key] = stop
+        return key, stop
+
+    def _result(
+        self, job: Job, key: tuple[str, int], stop: Stop, finished: Finished, masker: Masker, started: float
+    ) -> Result:
+        """The outcome of an attempt that ended as `finished`: masked, bounded and timed."""
+        with self._lock:
+            self._stops.pop(key, None)
         if stop.requested and finished.kind != "ok":
             # Whatever the stop left behind (a killed worker, a dead process group, no answer) is the
             # policy's doing, not the action's: an attempt that finished ok first keeps its ok.
