@@ -324,7 +324,7 @@ def parse(raw: dict[str, Any], where: str = "config") -> Config:
 
 
 def _unknown_key(loc: tuple[int | str, ...]) -> str:
-    """The words "unknown key", with the nearest key the table does have (`node.stroe`: did you mean 'store'?)."""
+    """The words "unknown key", with the nearest key the table has (`node.stroe`: did you mean store?)."""
     known = _keys_at(Config, loc[:-1])
     meant = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
     return f"unknown key; did you mean '{meant[0]}'?" if meant else "unknown key"
