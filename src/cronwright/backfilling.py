@@ -39,14 +39,13 @@ class _Done:
     def __init__(self, job: Job, runs: Sequence[Run], now: datetime, history_full: bool) -> None:
         self.job = job
         self.now = now
-        flight = job.in_flight
-        extra = [] if flight is None else [flight.scheduled_for]
+        # Every occurrence in flight (several under overlap allow) has started, or waits to.
+        extra = [flight.scheduled_for for flight in job.flights]
         self.started = sorted(as_utc(instant) for instant in [*(run.scheduled_for for run in runs), *extra])
         self.waiting = set(job.backfill)
         if job.buffered_for is not None:
             self.waiting.add(job.buffered_nominal or job.buffered_for)
-        if flight is not None:
-            self.waiting.add(flight.nominal or flight.scheduled_for)
+        self.waiting.update(flight.nominal or flight.scheduled_for for flight in job.flights)
         # The history keeps the newest run_history runs (by finish). Once it is full, an occurrence
         # that fired before the oldest kept run finished may have run and been pruned: it is left out,
         # since running it again could run it twice.

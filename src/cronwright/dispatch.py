@@ -59,6 +59,8 @@ class Dispatcher:
         A runner that can begin the attempt without a thread (`begin`: a python action, a warm worker
         idle) does; any other attempt runs on a thread of the pool.
         """
+        if job.alongside:
+            self.wrote(job)  # its other attempts here are decided on this newer copy
         self._started[attempt_of(occurrence)] = job
         key = (occurrence.job_id, occurrence.fire_id)
         begin = getattr(self.runner, "begin", None)
@@ -101,6 +103,13 @@ class Dispatcher:
     def started(self, attempt: Attempt) -> bool:
         """Whether this process started that attempt and has not recorded its outcome yet."""
         return attempt in self._started
+
+    def wrote(self, job: Job) -> None:
+        """`job` is the row as this node last wrote it: the base for the outcomes of its attempts still
+        unrecorded here (overlap allow runs several), not the older copy their own claims wrote."""
+        for attempt in self._started:
+            if attempt[0] == job.id:
+                self._started[attempt] = job
 
     def claimed(self, occurrence: Occurrence) -> Job | None:
         """The job as this node's claim of `occurrence` wrote it, while its outcome is unrecorded."""

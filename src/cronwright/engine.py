@@ -377,6 +377,12 @@ def claim(
     flight = InFlight(
         fire_id, scheduled_for, attempt=1, started_at=now, node=rules.node, manual=manual, nominal=kept
     )
+    if job.in_flight is not None:
+        # overlap allow: it starts beside the occurrences still in flight, and is counted.
+        job = job.evolve(overlapped=job.overlapped + 1)
+        event = _event(EventKind.JOB_OVERLAPPED, job, fire_id=fire_id, beside=len(job.flights))
+        running = job.with_flight(flight).evolve(state=State.RUNNING, occurrences=sequence)
+        return Decision(running, fire=_occurrence(running, flight, now), events=(event,))
     running = job.evolve(state=State.RUNNING, in_flight=flight, occurrences=sequence)
     return Decision(running, fire=_occurrence(running, flight, now))
 
@@ -395,31 +401,50 @@ def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
 
 
 def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
+    if held_elsewhere(job, rules):
+        return Decision(job)  # its flights run on another node, which starts its attempts too
     flight = job.in_flight
     assert flight is not None
     due = job.next_run_at is not None and job.next_run_at <= now
     if due and job.overlap is Overlap.REPLACE and flight.node is None and not job.one_shot:
         return _replace_waiting(job, now, rules)
+    waiting = next((f for f in job.flights if f.retry_at is not None and f.retry_at <= now), None)
     decision = Decision(job)
-    if flight.retry_at is not None and flight.retry_at <= now:
-        decision = _retry(job, flight, now, rules)
+    if waiting is not None:
+        decision = _retry(job, waiting, now, rules)
+    if decision.fire is not None and job.overlap is Overlap.ALLOW:
+        return decision  # a decision fires one attempt: a due occurrence starts at the next pass
     if decision.job.state is State.RUNNING and job.next_run_at is not None and job.next_run_at <= now:
         decision = decision.then(_skip_overlap(decision.job, now, rules))
     return decision
 
 
+def held_elsewhere(job: Job, rules: Rules) -> bool:
+    """Whether an overlap-allow job's flights run on a node other than `rules.node`.
+
+    A job's attempts all run on one node, so that its lease covers them all and a dead node's flights
+    are found, and interrupted, together. Another node leaves such a job alone: the node that runs its
+    flights starts its next occurrence (and its retries) in its own pass.
+    """
+    if job.overlap is not Overlap.ALLOW:
+        return False
+    holder = job.flight_node
+    return holder is not None and holder != rules.node
+
+
 def _retry(job: Job, flight: InFlight, now: datetime, rules: Rules) -> Decision:
     if flight.waiting_for_a_node and now >= job.ends_at:
         # A handed-off run_now that no node took before the end: it never started, so nothing is
-        # recorded, and the job expires as it would have.
-        return _expire(job.evolve(state=State.ACTIVE, in_flight=None))
+        # recorded, and the job expires as it would have (once no other occurrence is in flight).
+        rest = job.without_flight(flight.fire_id)
+        return Decision(rest) if rest.in_flight is not None else _expire(rest.evolve(state=State.ACTIVE))
     if now >= job.ends_at:
         # Never fire at or after the end, not even a retry: the occurrence ends with its last failure.
         last = job.last_run
         outcome = last.outcome if last is not None else Outcome.ERROR
-        return _conclude(job, outcome, now)
+        return _conclude(job, flight, outcome, now)
     attempt = replace(flight, attempt=flight.attempt + 1, started_at=now, node=rules.node, retry_at=None)
-    running = job.evolve(in_flight=attempt)
+    running = job.with_flight(attempt)
     return Decision(running, fire=_occurrence(running, attempt, now))
 
 
@@ -449,6 +474,8 @@ def _skip_overlap(job: Job, now: datetime, rules: Rules) -> Decision:
     assert due is not None
     if job.one_shot:
         return Decision(job)
+    if job.overlap is Overlap.ALLOW:
+        return _start_beside(job, now, rules)
     latest, total, after = _come_due(job, now)
     excluded = _excluded_among(job, latest, rules)  # those would not have fired anyway
     overlapped = total - excluded
@@ -492,6 +519,16 @@ def _stop_in_flight(job: Job, events: list[Event], due: datetime) -> Job:
         return job  # asked already: its node stops it once
     events.append(_event(EventKind.JOB_CANCELLED, job, fire_id=flight.fire_id, due=due))
     return job.evolve(in_flight=replace(flight, cancel=True))
+
+
+def _start_beside(job: Job, now: datetime, rules: Rules) -> Decision:
+    """overlap allow: the due occurrence starts beside those in flight (semantic 34), with the misfire
+    policy and calendars applied exactly as on an idle job. A schedule with no occurrence left does not
+    end the job here: it ends when its last flight does (`_settle`)."""
+    decided = _due(job, now, rules)
+    if decided.job.state is State.DONE:
+        return replace(decided, job=decided.job.evolve(state=State.RUNNING))
+    return decided
 
 
 # --- an attempt ends ------------------------------------------------------------------------------
@@ -548,13 +585,8 @@ def finish(
                 consecutive_failures=job.consecutive_failures,
             )
         )
-    flight = job.in_flight
-    mine = (
-        flight is not None
-        and flight.fire_id == occurrence.fire_id
-        and flight.attempt == occurrence.attempt
-        and flight.node == rules.node
-    )
+    flight = job.flight(occurrence.fire_id)
+    mine = flight is not None and flight.attempt == occurrence.attempt and flight.node == rules.node
     if not mine:
         # Another process concluded this attempt without us: it took our lease for dead (we were cut off
         # from the store for longer than the lease) and recorded the attempt `interrupted`. The history
@@ -586,24 +618,28 @@ def finish(
         retry_at = now + backoff
         if retry_at < job.ends_at:
             waiting = replace(flight, node=None, retry_at=retry_at)
-            return base.then(Decision(job.evolve(in_flight=waiting)))
-    return base.then(_conclude(job, result.outcome, now))
+            return base.then(Decision(job.with_flight(waiting)))
+    return base.then(_conclude(job, flight, result.outcome, now))
 
 
-def _conclude(job: Job, outcome: Outcome, now: datetime) -> Decision:
-    """The occurrence is over: count it for the breaker, settle what the job does next, and tell the
-    transitions it makes (failed, recovered, breaker_paused)."""
-    settled = _settle(job, outcome, now)
+def _conclude(job: Job, flight: InFlight, outcome: Outcome, now: datetime) -> Decision:
+    """The occurrence `flight` is over: count it for the breaker, settle what the job does next, and
+    tell the transitions it makes (failed, recovered, breaker_paused)."""
+    settled = _settle(job, flight, outcome, now)
     if outcome is Outcome.CANCELLED:
         return settled  # the policy stopped it: neither a failure nor a recovery
-    alerts = detect.occurrence_ended(job, settled.job, outcome.failed, now)
+    alerts = detect.occurrence_ended(job, settled.job, outcome.failed, now, flight)
     return replace(settled, alerts=settled.alerts + alerts)
 
 
-def _settle(job: Job, outcome: Outcome, now: datetime) -> Decision:
+def _settle(job: Job, flight: InFlight, outcome: Outcome, now: datetime) -> Decision:
     succeeded = outcome is Outcome.OK
     # A cancelled occurrence leaves the failure count as it was: the breaker counts failures only.
     failures = 0 if succeeded else job.consecutive_failures + outcome.failed
+    if job.alongside:
+        # overlap allow: others are still in flight. The job stays running, and settles (its end, the
+        # breaker) when the last of them ends.
+        return Decision(job.without_flight(flight.fire_id).evolve(consecutive_failures=failures))
     job = job.evolve(in_flight=None, state=State.ACTIVE, consecutive_failures=failures)
     if job.one_shot:
         return Decision(job.evolve(state=State.DONE if succeeded else State.FAILED, next_run_at=None))
@@ -624,23 +660,31 @@ def _settle(job: Job, outcome: Outcome, now: datetime) -> Decision:
 
 
 def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
-    """The node running `job`'s attempt died: record it `interrupted`, never re-run it, and re-arm.
+    """The node running `job`'s attempts died: record each `interrupted`, never re-run it, and re-arm.
 
-    The misfire policy then applies, at the next pass, over occurrences that never started.
+    Every attempt that node started ends so (under overlap allow there may be several); an occurrence
+    that waits for a retry never started there, and keeps waiting. The misfire policy then applies, at
+    the next pass, over occurrences that never started.
     """
-    flight = job.in_flight
-    assert flight is not None and flight.node is not None
-    took_ms = max(0, int((now - flight.started_at).total_seconds() * 1000))
-    occurrence = _occurrence(job, flight, flight.started_at)
-    result = Result(Outcome.INTERRUPTED, why, took_ms)
-    dead = replace(rules, node=flight.node)
-    decision = finish(job, occurrence, result, now, dead)
-    assert decision is not None
+    node = job.flight_node
+    assert node is not None
+    dead = replace(rules, node=node)
+    decision = Decision(job)
+    for flight in job.flights:
+        if flight.node != node:
+            continue
+        took_ms = max(0, int((now - flight.started_at).total_seconds() * 1000))
+        occurrence = _occurrence(job, flight, flight.started_at)
+        result = Result(Outcome.INTERRUPTED, why, took_ms)
+        ended = finish(decision.job, occurrence, result, now, dead)
+        assert ended is not None
+        decision = decision.then(ended)
     return decision
 
 
-def release(job: Job) -> Job:
-    """Gives back a claim that its node never started (DESIGN semantic 29).
+def release(job: Job, fire_id: str | None = None) -> Job:
+    """Gives back a claim that its node never started (DESIGN semantic 29): of occurrence `fire_id`
+    (default: the job's only one in flight).
 
     The claim's write landed though its node never heard so, and the node, which knows what it
     dispatched, never ran the attempt. Nothing ran, so nothing is recorded: the job returns to where
@@ -649,18 +693,34 @@ def release(job: Job) -> Job:
     applies (a one-shot always fires its late run); a retry is retried; a manual run, whose request
     was answered with an error, is not started.
     """
-    flight = job.in_flight
+    flight = job.in_flight if fire_id is None else job.flight(fire_id)
     assert flight is not None and flight.node is not None
     if flight.attempt > 1 or flight.handed_off:
         # A retry, or a handed-off run_now, waits again for a pass to take it.
         waiting = replace(flight, attempt=flight.attempt - 1, node=None, retry_at=flight.started_at)
-        return job.evolve(in_flight=waiting)
-    armed = job.evolve(state=State.ACTIVE, in_flight=None, occurrences=job.occurrences - 1)
+        return job.with_flight(waiting)
+    # Its fire_id is given back too, unless a later occurrence took the next one (overlap allow).
+    latest = flight.fire_id == f"{job.id}-{job.occurrences}"
+    armed = job.without_flight(flight.fire_id).evolve(occurrences=job.occurrences - (1 if latest else 0))
+    if armed.in_flight is None:
+        armed = armed.evolve(state=State.ACTIVE)
+    elif job.next_run_at is not None and job.next_run_at < flight.scheduled_for:
+        # overlap allow: an earlier occurrence given back already is due, and the walk on from it comes
+        # to this one again.
+        return armed
     if not flight.manual:
         return armed.evolve(next_run_at=flight.scheduled_for, next_nominal=flight.nominal)
     if isinstance(job.schedule, AtSchedule):
         return armed.evolve(next_run_at=_within_life(job, job.schedule.at))
     return armed
+
+
+def release_all(job: Job, fire_ids: list[str]) -> Job:
+    """Gives back each claim of `fire_ids` (see `release`), the newest first, so that the timetable is
+    due again at the oldest of them."""
+    for fire_id in reversed(fire_ids):
+        job = release(job, fire_id)
+    return job
 
 
 # --- operator actions -----------------------------------------------------------------------------
@@ -747,8 +807,8 @@ def hand_off(job: Job, now: datetime) -> Job:
 
 def take(job: Job, now: datetime, rules: Rules) -> Decision | None:
     """Claims a handed-off run_now for `rules.node`, as a pass would; None if it is not waiting."""
-    flight = job.in_flight
-    if job.state is not State.RUNNING or flight is None or not flight.waiting_for_a_node:
+    flight = next((f for f in job.flights if f.waiting_for_a_node), None)
+    if job.state is not State.RUNNING or flight is None or held_elsewhere(job, rules):
         return None
     return _retry(job, flight, now, rules)
 

@@ -21,6 +21,7 @@ class EventKind(StrEnum):
     JOB_SKIPPED = "job_skipped"
     JOB_BUFFERED = "job_buffered"  # an occurrence waits for the running one (overlap buffer_one)
     JOB_CANCELLED = "job_cancelled"  # overlap replace stops the occurrence in flight for a newer one
+    JOB_OVERLAPPED = "job_overlapped"  # an occurrence started beside others in flight (overlap allow)
     JOB_BACKFILLED = "job_backfilled"  # a backfilled occurrence starts (semantic 35)
     JOB_EXPIRED = "job_expired"
     JOB_PERSISTENCE_FAILED = "job_persistence_failed"

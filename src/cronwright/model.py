@@ -60,7 +60,9 @@ class Overlap(StrEnum):
 
     SKIP = "skip"  # it is skipped, and counted in skipped.overlap
     BUFFER_ONE = "buffer_one"  # at most one waits, and starts when the running one ends
-    ALLOW = "allow"  # not in this release: refused at create
+    # Each occurrence starts when due, beside those still in flight, within max_concurrency. The flights
+    # of one job all run on one node (the one that holds its first), so a dead node's are found together.
+    ALLOW = "allow"
     REPLACE = "replace"  # the running one is stopped (it ends cancelled), and the new one starts
 
 
@@ -219,7 +221,12 @@ class Job:
     dedupe_key: str | None = None
     once: bool = False
     origin: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
+    # The occurrence in flight (the oldest, when several are), and under overlap allow the others started
+    # beside it, oldest first; `alongside` is empty whenever `in_flight` is None.
     in_flight: InFlight | None = None
+    alongside: tuple[InFlight, ...] = ()
+    # overlap allow: how many occurrences started while another of the job was in flight.
+    overlapped: int = 0
     occurrences: int = 0
     version: int = 0
 
@@ -237,6 +244,41 @@ class Job:
     @property
     def one_shot(self) -> bool:
         return isinstance(self.schedule, AtSchedule)
+
+    @property
+    def flights(self) -> tuple[InFlight, ...]:
+        """Every occurrence in flight, oldest first: at most one, but several under overlap allow."""
+        return () if self.in_flight is None else (self.in_flight, *self.alongside)
+
+    @property
+    def flight_node(self) -> str | None:
+        """The node running the job's attempts, None while none runs (all wait for a retry or a node).
+
+        A job's attempts all run on one node, so its lease covers every one of them (Overlap.ALLOW)."""
+        if not self.alongside:  # the common case, kept cheap: a pass asks it of every job it writes
+            return None if self.in_flight is None else self.in_flight.node
+        return next((flight.node for flight in self.flights if flight.node is not None), None)
+
+    def flight(self, fire_id: str) -> InFlight | None:
+        """The occurrence `fire_id` if it is in flight."""
+        if not self.alongside:
+            only = self.in_flight
+            return only if only is not None and only.fire_id == fire_id else None
+        return next((flight for flight in self.flights if flight.fire_id == fire_id), None)
+
+    def with_flight(self, changed: InFlight) -> Job:
+        """`self` with the flight of `changed`'s fire_id replaced by it, or `changed` added last."""
+        flights = self.flights
+        if all(flight.fire_id != changed.fire_id for flight in flights):
+            flights = (*flights, changed)
+        return self._flying(tuple(changed if f.fire_id == changed.fire_id else f for f in flights))
+
+    def without_flight(self, fire_id: str) -> Job:
+        """`self` with the occurrence `fire_id` no longer in flight (its state is the caller's to settle)."""
+        return self._flying(tuple(flight for flight in self.flights if flight.fire_id != fire_id))
+
+    def _flying(self, flights: tuple[InFlight, ...]) -> Job:
+        return self.evolve(in_flight=flights[0] if flights else None, alongside=flights[1:])
 
     def evolve(self, **changes: Any) -> Job:
         """A copy with `changes`. Twice as fast as dataclasses.replace, which a pass calls several times
@@ -262,6 +304,7 @@ class Job:
             return self.ends_at  # it never fires, but it expires
         if self.state is State.RUNNING and self.in_flight is not None:
             times = [t for t in (self.in_flight.retry_at, self.next_run_at) if t is not None]
+            times += [flight.retry_at for flight in self.alongside if flight.retry_at is not None]
             return min(times) if times else None
         return None
 

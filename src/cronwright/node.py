@@ -29,7 +29,7 @@ from cronwright.dispatch import Dispatcher, Finished
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.lease import LeaseKeeper, StepGuard
-from cronwright.model import Job, Occurrence, Persistence, Result, Run
+from cronwright.model import InFlight, Job, Occurrence, Persistence, Run
 from cronwright.notify import detect
 from cronwright.notify.alerting import Alerting, StoreTransitions
 from cronwright.notify.model import Alert, Notification, Transition
@@ -72,6 +72,10 @@ class NodeSettings:
 
 # How often a node's passes drop the audit entries past their retention: a cheap indexed delete.
 AUDIT_PRUNE_EVERY = timedelta(hours=1)
+
+
+# The attempts of one job that ended, and the one decision that records them all.
+Decided = tuple[list[Finished], engine.Decision]
 
 
 @dataclass(slots=True)
@@ -149,6 +153,9 @@ class Node:
         self._judge_every = self.settings.lease_beat.total_seconds()
         self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
         self._audit_pruned_at: datetime | None = None
+        # The last pass left a due job to the peer that runs its flights (overlap allow): it stays due
+        # until that peer starts it, so the next pass is not sooner than PEER_LEASE_FLOOR.
+        self._left_to_peer = False
 
     # --- passes ---------------------------------------------------------------------------------
 
@@ -230,26 +237,23 @@ class Node:
         decided it: so a holder stops one within a beat, or at once when a peer's change wakes it.
         """
         held = self.store.held(self.id)
-        stranded = [
-            job
-            for job in held
-            if job.in_flight is not None
-            and not self.runs.started((job.id, job.in_flight.fire_id, job.in_flight.attempt))
-        ]
+        stranded = [(job, self._never_started(job)) for job in held]
+        stranded = [(job, flights) for job, flights in stranded if flights]
         for job in held:
             self._stop_if_replaced(job)
         # Written like a claim (kept nowhere if it fails): a release that fails is found again.
-        written = self.store.save([], claims=[engine.release(job) for job in stranded]) if stranded else []
-        for job, outcome in zip(stranded, written, strict=True):
+        released = [engine.release_all(job, [f.fire_id for f in flights]) for job, flights in stranded]
+        written = self.store.save([], claims=released) if stranded else []
+        for (job, flights), outcome in zip(stranded, written, strict=True):
             if outcome is Write.DURABLE:
-                assert job.in_flight is not None
-                log.warning(
-                    "%s attempt %d of '%s' was claimed by a write whose reply was lost, and never"
-                    " started: it is given back to the schedule",
-                    job.in_flight.fire_id,
-                    job.in_flight.attempt,
-                    job.name,
-                )
+                for flight in flights:
+                    log.warning(
+                        "%s attempt %d of '%s' was claimed by a write whose reply was lost, and never"
+                        " started: it is given back to the schedule",
+                        flight.fire_id,
+                        flight.attempt,
+                        job.name,
+                    )
         self._unsettled = any(outcome is not Write.DURABLE for outcome in written)
 
     def _stop_if_replaced(self, job: Job) -> None:
@@ -257,6 +261,14 @@ class Node:
         flight = job.in_flight
         if flight is not None and flight.cancel and flight.node == self.id:
             self.runs.cancel((job.id, flight.fire_id, flight.attempt))
+
+    def _never_started(self, job: Job) -> list[InFlight]:
+        """The attempts of `job` that its row says run here, and this process never started."""
+        return [
+            flight
+            for flight in job.flights
+            if flight.node == self.id and not self.runs.started((job.id, flight.fire_id, flight.attempt))
+        ]
 
     def _won(self, outcome: Write) -> bool:
         """Whether a claim's write made it this node's to run; one of unknown outcome is reconciled."""
@@ -278,15 +290,14 @@ class Node:
             return
         self._judged_at = judged
         for job in self.store.orphans(now, self.settings.lease_ttl):
-            flight = job.in_flight
-            assert flight is not None
-            if flight.node == self.id:
+            node = job.flight_node
+            if node is None or node == self.id:
                 continue
-            why = f"node {flight.node} stopped renewing its lease, so its run was interrupted"
+            why = f"node {node} stopped renewing its lease, so its run was interrupted"
             decision = engine.interrupt(job, now, self.rules, why)
             # The peer's lease ran out: its down-ness is told with the first of its runs recovered (the
             # notification's id names the node, so every recovery and every peer makes the same one).
-            down = detect.node_down(flight.node or "?", now)
+            down = detect.node_down(node, now)
             notes = self._notes([decision], extra=[down])
             # Written like a claim (kept nowhere if it fails): several nodes may recover one orphan at
             # once, and the loser's `interrupted` run is a second record of the attempt, which the store
@@ -295,7 +306,7 @@ class Node:
             if self._won(self.store.save([decision.job], decision.runs, keep=False, notes=notes)[0]):
                 self._emit(decision)
                 self._noted(notes)
-                report.recovered.append(flight.fire_id)
+                report.recovered.extend(run.fire_id for run in decision.runs)
 
     def _tend_due(self, now: datetime, report: PassReport, finished: list[Finished]) -> None:
         """Decides every due job, claiming firings while slots are free.
@@ -318,6 +329,7 @@ class Node:
         seen = {occurrence.job_id for occurrence, _ in finished}
         unrecorded = finished  # their runs are over, so their slots count as free
         settling = False
+        self._left_to_peer = False
         while True:
             free = max(self.settings.max_concurrency - self.runs.in_flight() + len(unrecorded), 0)
             limit = free if free and not settling else free + DUE_CHUNK
@@ -331,13 +343,14 @@ class Node:
             seen.update(job.id for job in batch)
             batch_by_id = {job.id: job for job in batch}
             decisions = [engine.tend(job, now, self.rules) for job in batch]
+            self._left_to_peer |= any(engine.held_elsewhere(job, self.rules) for job in batch)
             # A job with nothing to do here (it woke for a lifetime check that is not yet due) is left alone.
             settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
             firing = [d for d in decisions if d.fire is not None]
             claims = firing[:free]
             settled = [self._late(d, now) for d in settled]
             self._wait_for_slots(firing[free:], claims)
-            kept = [d for _, _, d in finishing] + settled
+            kept = [d for _, d in finishing] + settled
             runs = finish_runs + [run for d in settled for run in d.runs]
             notes = self._notes([*kept, *claims])
             written = (
@@ -347,17 +360,18 @@ class Node:
             )
             self._noted(notes)
             lost = [
-                (occurrence, result)
-                for (occurrence, result, _), outcome in zip(finishing, written, strict=False)
+                item
+                for (ended, _), outcome in zip(finishing, written, strict=False)
                 if outcome is Write.LOST
+                for item in ended
             ]
             for decision, outcome in zip(kept, written, strict=False):
                 if outcome is not Write.LOST:
                     self._emit(decision)
                     self._stop_if_replaced(decision.job)
-            for (occurrence, _, _), outcome in zip(finishing, written, strict=False):
+            for (ended, decision), outcome in zip(finishing, written, strict=False):
                 if outcome is not Write.LOST:
-                    self.runs.recorded(occurrence)
+                    self._recorded(ended, decision, outcome)
             if lost:
                 # Another writer changed these jobs first: decide again; their runs are recorded.
                 self._record_all(lost, now, with_runs=False)
@@ -460,21 +474,30 @@ class Node:
 
     def _finish_decisions(
         self, done: list[Finished], now: datetime, held: bool = False
-    ) -> tuple[list[tuple[Occurrence, Result, engine.Decision]], list[Run]]:
-        """The decisions and history rows of finished attempts (a deleted job's run is history only).
+    ) -> tuple[list[Decided], list[Run]]:
+        """The decisions and history rows of finished attempts (a deleted job's run is history only):
+        one decision a job, however many of its occurrences ended (overlap allow), each decided on the
+        job as the one before left it.
 
         `held`: decided on the jobs as this node claimed them, where it holds them; else read afresh.
         """
-        decided: list[tuple[Occurrence, Result, engine.Decision]] = []
+        decided: list[Decided] = []
+        by_job: dict[int, int] = {}  # a job's index in `decided`
         runs: list[Run] = []
         known: dict[int, Job] = {}
         if held and self.store.persistence is not Persistence.DEGRADED:
             unreadable_before = self.store.unreadable  # such a row is read again, to see it repaired
+            doubtful: set[int] = set()
             for occurrence, _ in done:
                 claimed = self.runs.claimed(occurrence)
-                if claimed is not None and occurrence.job_id not in unreadable_before:
-                    known[occurrence.job_id] = claimed
-        unread = [occurrence.job_id for occurrence, _ in done if occurrence.job_id not in known]
+                if claimed is None or occurrence.job_id in unreadable_before:
+                    continue
+                known[occurrence.job_id] = claimed
+                if claimed.flight(occurrence.fire_id) is None:
+                    doubtful.add(occurrence.job_id)  # an older copy than another attempt's: read it
+            for job_id in doubtful:
+                del known[job_id]
+        unread = list(dict.fromkeys(o.job_id for o, _ in done if o.job_id not in known))
         stored = {**(self.store.get_many(unread) if unread else {}), **known}
         unreadable = self.store.unreadable
         for occurrence, result in done:
@@ -483,29 +506,44 @@ class Node:
                 # run. The outcome waits, its slot held, until the row can be read again.
                 self.runs.requeue([(occurrence, result)])
                 continue
-            decision = engine.finish(stored.get(occurrence.job_id), occurrence, result, now, self.rules)
+            index = by_job.get(occurrence.job_id)
+            base = stored.get(occurrence.job_id) if index is None else decided[index][1].job
+            decision = engine.finish(base, occurrence, result, now, self.rules)
             if decision is None:
                 runs.append(engine.run_of(occurrence, result, now, self.id))
                 self.runs.recorded(occurrence)  # a deleted job's run is history only
+                continue
+            runs.extend(decision.runs)
+            if index is None:
+                by_job[occurrence.job_id] = len(decided)
+                decided.append(([(occurrence, result)], decision))
             else:
-                decided.append((occurrence, result, decision))
-                runs.extend(decision.runs)
+                ended, before = decided[index]
+                decided[index] = ([*ended, (occurrence, result)], before.then(decision))
         return decided, runs
 
     def _record(self, done: list[Finished], now: datetime, with_runs: bool) -> list[Finished]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
         decided, runs = self._finish_decisions(done, now)
-        notes = self._notes(d for _, _, d in decided)
-        written = self.store.save([d.job for _, _, d in decided], runs if with_runs else [], notes=notes)
+        notes = self._notes(d for _, d in decided)
+        written = self.store.save([d.job for _, d in decided], runs if with_runs else [], notes=notes)
         self._noted(notes)
         lost: list[Finished] = []
-        for (occurrence, result, decision), outcome in zip(decided, written, strict=True):
+        for (ended, decision), outcome in zip(decided, written, strict=True):
             if outcome is Write.LOST:
-                lost.append((occurrence, result))
+                lost.extend(ended)
             else:
                 self._emit(decision)
-                self.runs.recorded(occurrence)
+                self._recorded(ended, decision, outcome)
         return lost
+
+    def _recorded(self, ended: list[Finished], decision: engine.Decision, outcome: Write) -> None:
+        """The outcomes `ended` are written (or wait in memory to be) by `decision`."""
+        for occurrence, _ in ended:
+            self.runs.recorded(occurrence)
+        if outcome is Write.DURABLE and decision.job.in_flight is not None:
+            # The job's other attempts here (overlap allow) are decided on the row as written now.
+            self.runs.wrote(decision.job.evolve(version=decision.job.version + 1))
 
     def in_flight(self) -> int:
         return self.runs.in_flight()
@@ -661,8 +699,8 @@ class Node:
         deadline = time.monotonic() + patience
         while True:
             job = self.store.get(job_id)
-            flight = None if job is None else job.in_flight
-            if flight is None or flight.fire_id != fire_id:
+            flight = None if job is None else job.flight(fire_id)
+            if flight is None:
                 return  # over, or deleted
             if flight.node == self.id:
                 self.wait_for_runs()
@@ -701,6 +739,8 @@ class Node:
             # With every slot busy a due job waits for a slot, and the run that frees one wakes the node:
             # looking sooner would only find it still waiting, over and over.
             next_wake = self.store.next_wake()
+            if next_wake is not None and self._left_to_peer:
+                next_wake = max(next_wake, now + PEER_LEASE_FLOOR)  # rather than spin on a peer's job
             if next_wake is not None:
                 deadlines.append(next_wake)
         if self.runs.in_flight():

@@ -76,6 +76,9 @@ def job_row(job: Job, zone: ZoneInfo) -> dict[str, Any]:
         "buffered_for": _iso(job.buffered_for, zone),
         # replace: how many occurrences ended cancelled, stopped for a newer one.
         "cancelled": job.cancelled,
+        # allow: how many occurrences started beside another, and how many are in flight now.
+        "overlapped": job.overlapped,
+        "in_flight": len(job.flights),
         # Backfill: the occurrences queued to run, and how many backfilled ones have started.
         "backfill_queued": len(job.backfill),
         "backfilled": job.backfilled,

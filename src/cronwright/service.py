@@ -444,8 +444,7 @@ class Service:
         return args
 
     def _overlap(self, data: Mapping[str, Any], base: Job | None) -> Overlap:
-        """The overlap policy (semantic 34). `allow` is refused here, plainly, rather than half-built:
-        this release runs one occurrence of a job at a time."""
+        """The overlap policy (semantic 34): skip, buffer_one, allow or replace."""
         name = fields.text(data, "overlap", required=False)
         if not name:
             return base.overlap if base else Overlap.SKIP
@@ -453,15 +452,9 @@ class Service:
             overlap = Overlap(name)
         except ValueError:
             raise Invalid(
-                "overlap", f"'overlap' must be 'skip', 'buffer_one' or 'replace', not {name[:50]!r}"
-            ) from None
-        if overlap is Overlap.ALLOW:
-            raise Invalid(
                 "overlap",
-                f"overlap '{overlap.value}' is not in this release: a job runs one occurrence at a time; "
-                "use 'skip' (the default), 'buffer_one' (one occurrence waits for the running one) or "
-                "'replace' (the running one is stopped for the new one)",
-            )
+                f"'overlap' must be 'skip', 'buffer_one', 'allow' or 'replace', not {name[:50]!r}",
+            ) from None
         return overlap
 
     def _knobs(self, data: Mapping[str, Any], base: Job | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ _INFO = (
     EventKind.JOB_PERSISTENCE_RECOVERED,
     EventKind.JOB_BUFFERED,
     EventKind.JOB_CANCELLED,  # overlap replace at work: the policy, not a fault
+    EventKind.JOB_OVERLAPPED,
     EventKind.JOB_BACKFILLED,
 )
 
@@ -88,6 +89,11 @@ class MetricsSink:
             "Occurrences that waited for the one in flight (overlap buffer_one).",
             registry=registry,
         )
+        self.overlapped = Counter(
+            "cronwright_overlapped",
+            "Occurrences that started beside others of their job in flight (overlap allow).",
+            registry=registry,
+        )
         self.backfilled = Counter(
             "cronwright_backfilled", "Backfilled occurrences that started (semantic 35).", registry=registry
         )
@@ -117,6 +123,8 @@ class MetricsSink:
             )
         elif event.kind is EventKind.JOB_BUFFERED:
             self.buffered.inc()
+        elif event.kind is EventKind.JOB_OVERLAPPED:
+            self.overlapped.inc()
         elif event.kind is EventKind.JOB_BACKFILLED:
             self.backfilled.inc()
         elif event.kind is EventKind.JOB_BREAKER_PAUSED:

@@ -1,6 +1,6 @@
 """Semantic 34: overlap policies. buffer_one keeps at most one occurrence waiting while the previous one
 runs, and starts it when that one ends; replace stops the running one (it ends cancelled) and starts the
-new one once it has ended; allow is refused plainly in this release."""
+new one once it has ended (allow: test_overlap_allow.py and test_allow_engine.py)."""
 
 from __future__ import annotations
 
@@ -68,17 +68,17 @@ def test_skip_stays_the_default(harness: Harness) -> None:
     assert harness.create("plain", {"every": "1m"})["overlap"] == "skip"
 
 
-def test_allow_is_refused_at_create_saying_what_to_use(harness: Harness) -> None:
+def test_an_unknown_policy_is_refused_naming_the_four(harness: Harness) -> None:
     spec = {
-        "name": "allow",
+        "name": "odd",
         "target": "reports",
         "action": "daily",
         "schedule": {"every": "1m"},
-        "overlap": "allow",
+        "overlap": "queue",
     }
     reply = harness.call("create_job", job=spec)
     assert (reply["ok"], reply["error"], reply["field"]) == (False, "invalid", "overlap")
-    assert "buffer_one" in reply["message"] and "replace" in reply["message"]
+    assert all(name in reply["message"] for name in ("skip", "buffer_one", "allow", "replace"))
     assert harness.ok("list")["jobs"] == []
 
 

@@ -30,6 +30,7 @@ from cronwright.model import (
     LastRun,
     Misfire,
     Outcome,
+    Overlap,
     PausedBy,
     Persistence,
     Run,
@@ -938,6 +939,46 @@ def test_only_running_jobs_held_by_a_node_can_be_orphans(store: Store) -> None:
     store.delete(gone.id)
 
     assert store.orphans(T0 + timedelta(hours=1)) == []
+
+
+def flying_beside(stored: Job, first_node: str | None, second_node: str) -> Job:
+    """`stored` with two occurrences in flight (overlap allow): the first on `first_node` (None: it
+    waits for a retry), the second started beside it on `second_node`."""
+    first = InFlight("fire-1", T0, 1, T0, first_node, retry_at=None if first_node else T0)
+    second = InFlight("fire-2", T0 + timedelta(minutes=1), 1, T0 + timedelta(minutes=1), second_node)
+    return stored.evolve(
+        state=State.RUNNING, overlap=Overlap.ALLOW, in_flight=first, alongside=(second,), overlapped=1
+    )
+
+
+def test_a_row_with_two_occurrences_in_flight_round_trips(store: Store) -> None:
+    stored = store.insert(job("both"))
+    both = flying_beside(stored, "node-a", "node-a")
+    assert store.save([both]) == [DURABLE]
+    read = store.get(stored.id)
+    assert read == both.evolve(version=2)
+    assert read is not None and [f.fire_id for f in read.flights] == ["fire-1", "fire-2"]
+    one_left = read.without_flight("fire-1")
+    store.save([one_left])
+    assert store.get(stored.id) == one_left.evolve(version=3)
+    assert one_left.flights == (both.alongside[0],) and not one_left.alongside
+
+
+def test_a_dead_node_s_two_flights_are_one_orphan_found_by_the_one_it_runs(store: Store) -> None:
+    both = store.insert(job("both"))
+    retrying = store.insert(job("retrying"))
+    # "retrying": its first occurrence waits for a retry (no node), its second runs on the dead node.
+    store.save([flying_beside(both, "node-dead", "node-dead"), flying_beside(retrying, None, "node-dead")])
+    store.beat("node-dead", T0)
+
+    orphans = store.orphans(T0 + timedelta(minutes=5), ttl=timedelta(seconds=45))
+    assert sorted(orphan.name for orphan in orphans) == ["both", "retrying"]
+    assert all(len(orphan.flights) == 2 for orphan in orphans)
+    assert sorted(held.name for held in store.held("node-dead")) == ["both", "retrying"]
+    assert store.lease_left(T0, timedelta(seconds=45), "node-me") == timedelta(seconds=45)
+
+    store.beat("node-dead", T0 + timedelta(minutes=5))  # alive after all: none of its flights is orphaned
+    assert store.orphans(T0 + timedelta(minutes=5), ttl=timedelta(seconds=45)) == []
 
 
 # -- fidelity ------------------------------------------------------------------------------------

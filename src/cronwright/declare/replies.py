@@ -86,6 +86,8 @@ class JobRow(Row):
     cancelled: int = Field(
         0, description="Occurrences that ended cancelled, stopped for a newer one (replace)."
     )
+    overlapped: int = Field(0, description="Occurrences that started beside another in flight (allow).")
+    in_flight: int = Field(0, description="Its occurrences in flight now, retries waiting included.")
     backfill_queued: int = Field(0, description="Backfilled occurrences waiting to run (semantic 35).")
     backfilled: int = Field(0, description="Backfilled occurrences that have started.")
     max_attempts: int

@@ -219,9 +219,9 @@ Overlap = Annotated[
     Annotated[str, choice("skip", "buffer_one", "allow", "replace")] | None,
     Field(
         description="A firing while the previous occurrence still runs: skip (the default: counted in "
-        "skipped.overlap), buffer_one (one waits, and starts when the running one ends) or replace (the "
-        "running one is stopped, its run ends cancelled, and the new one starts). allow is refused in "
-        "this release."
+        "skipped.overlap), buffer_one (one waits, and starts when the running one ends), allow (it "
+        "starts beside the running ones, within max_concurrency: counted in overlapped) or replace (the "
+        "running one is stopped, its run ends cancelled, and the new one starts)."
     ),
 ]
 Breaker = Annotated[

@@ -284,6 +284,9 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
         waits = f" ({job['buffered_for']} waits)" if job.get("buffered_for") else ""
         if job.get("overlap") == "replace" or job.get("cancelled"):
             waits += f", {job.get('cancelled', 0)} cancelled"
+        if job.get("overlap") == "allow":
+            beside, flying = job.get("overlapped", 0), job.get("in_flight", 0)
+            waits = f" ({beside} started beside another, {flying} in flight)"
         render.details(
             [
                 ("name", f"{job['name']} (id {job['id']})"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cronwright.model import Job
+from cronwright.model import InFlight, Job
 from cronwright.notify.model import Alert, JobRef, Transition
 
 
@@ -21,14 +21,17 @@ def _stamp(instant: datetime) -> str:
     return str(int(instant.timestamp()))
 
 
-def occurrence_ended(before: Job, after: Job, failed: bool, now: datetime) -> tuple[Alert, ...]:
-    """What an occurrence that just ended changed: `before` is the job as its last attempt left it (its
-    in_flight and last_run set), `after` the job once the occurrence is settled.
+def occurrence_ended(
+    before: Job, after: Job, failed: bool, now: datetime, flight: InFlight | None = None
+) -> tuple[Alert, ...]:
+    """What the occurrence `flight` that just ended changed: `before` is the job as its last attempt left
+    it (that flight in flight, its last_run set), `after` the job once the occurrence is settled.
+    `flight` defaults to the job's only one in flight.
 
     `failed` when the job was not already failing (a second failure in a row is no transition);
     `recovered` on the first ok after a failure; `breaker_paused` when the breaker paused it.
     """
-    flight = before.in_flight
+    flight = flight or before.in_flight
     if flight is None:
         return ()
     last = before.last_run

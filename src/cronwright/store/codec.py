@@ -147,20 +147,9 @@ def job_data(job: Job) -> dict[str, Any]:
         "dedupe_key": job.dedupe_key,
         "once": job.once,
         "origin": dict(job.origin),
-        "in_flight": None
-        if flight is None
-        else {
-            "fire_id": flight.fire_id,
-            "scheduled_for": instant(flight.scheduled_for),
-            "attempt": flight.attempt,
-            "started_at": instant(flight.started_at),
-            "node": flight.node,
-            "manual": flight.manual,
-            "retry_at": instant(flight.retry_at),
-            **({"handed_off": True} if flight.handed_off else {}),
-            **({"nominal": instant(flight.nominal)} if flight.nominal is not None else {}),
-            **({"cancel": True} if flight.cancel else {}),
-        },
+        "in_flight": None if flight is None else _flight_data(flight),
+        **({"alongside": [_flight_data(other) for other in job.alongside]} if job.alongside else {}),
+        **({"overlapped": job.overlapped} if job.overlapped else {}),
         "occurrences": job.occurrences,
         "version": job.version,
     }
@@ -217,22 +206,41 @@ def read_job(data: dict[str, Any]) -> Job:
         dedupe_key=data.get("dedupe_key"),
         once=data["once"],
         origin=data.get("origin") or {},
-        in_flight=None
-        if flight is None
-        else InFlight(
-            flight["fire_id"],
-            _required_instant(flight["scheduled_for"]),
-            flight["attempt"],
-            _required_instant(flight["started_at"]),
-            flight["node"],
-            flight["manual"],
-            read_instant(flight.get("retry_at")),
-            bool(flight.get("handed_off", False)),
-            read_instant(flight.get("nominal")),
-            bool(flight.get("cancel", False)),
-        ),
+        in_flight=None if flight is None else _read_flight(flight),
+        alongside=tuple(_read_flight(other) for other in data.get("alongside", ())),
+        overlapped=data.get("overlapped", 0),
         occurrences=data["occurrences"],
         version=data["version"],
+    )
+
+
+def _flight_data(flight: InFlight) -> dict[str, Any]:
+    return {
+        "fire_id": flight.fire_id,
+        "scheduled_for": instant(flight.scheduled_for),
+        "attempt": flight.attempt,
+        "started_at": instant(flight.started_at),
+        "node": flight.node,
+        "manual": flight.manual,
+        "retry_at": instant(flight.retry_at),
+        **({"handed_off": True} if flight.handed_off else {}),
+        **({"nominal": instant(flight.nominal)} if flight.nominal is not None else {}),
+        **({"cancel": True} if flight.cancel else {}),
+    }
+
+
+def _read_flight(flight: dict[str, Any]) -> InFlight:
+    return InFlight(
+        flight["fire_id"],
+        _required_instant(flight["scheduled_for"]),
+        flight["attempt"],
+        _required_instant(flight["started_at"]),
+        flight["node"],
+        flight["manual"],
+        read_instant(flight.get("retry_at")),
+        bool(flight.get("handed_off", False)),
+        read_instant(flight.get("nominal")),
+        bool(flight.get("cancel", False)),
     )
 
 

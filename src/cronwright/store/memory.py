@@ -231,10 +231,7 @@ class MemoryStore:
             return [
                 job
                 for job in self._jobs.values()
-                if job.state is State.RUNNING
-                and job.in_flight is not None
-                and job.in_flight.node is not None
-                and job.in_flight.node not in alive
+                if job.state is State.RUNNING and job.flight_node is not None and job.flight_node not in alive
             ]
 
     def held(self, node: str) -> list[Job]:
@@ -242,17 +239,15 @@ class MemoryStore:
             return [
                 job
                 for job in sorted(self._jobs.values(), key=lambda job: job.id)
-                if job.state is State.RUNNING and job.in_flight is not None and job.in_flight.node == node
+                if job.state is State.RUNNING and job.flight_node == node
             ]
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         with self._lock:
             holders = {
-                job.in_flight.node
+                job.flight_node
                 for job in self._jobs.values()
-                if job.state is State.RUNNING
-                and job.in_flight is not None
-                and job.in_flight.node not in (None, node)
+                if job.state is State.RUNNING and job.flight_node not in (None, node)
             }
             if not holders:
                 return None

@@ -704,7 +704,7 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
     record = job_data(job)
     # id and version live in their columns only, so the JSON can never disagree with them.
     del record["id"], record["version"]
-    node = job.in_flight.node if job.in_flight is not None else None
+    node = job.flight_node
     return (
         job.name,
         job.state.value,

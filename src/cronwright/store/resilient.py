@@ -458,11 +458,7 @@ class ResilientStore:
     def held(self, node: str) -> list[Job]:
         with self._lock:
             held = [job for job in map(self._overlay, self.inner.held(node)) if job is not None]
-            return [
-                job
-                for job in held
-                if job.state is State.RUNNING and job.in_flight is not None and job.in_flight.node == node
-            ]
+            return [job for job in held if job.state is State.RUNNING and job.flight_node == node]
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         return self.inner.lease_left(now, ttl, node)
