@@ -552,7 +552,9 @@ class Node:
         """Blocks until every attempt this node started has finished and been recorded.
 
         It beats meanwhile: a process with no scheduling loop (a `tick`) must still renew its lease, or
-        the next process would take its live runs for dead. TimeoutError after `timeout` seconds.
+        the next process would take its live runs for dead. At each beat it also stops the runs overlap
+        replace asked it to (a `run-now` or stdio MCP process holds its run here, with no pass to read
+        its rows). TimeoutError after `timeout` seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         beat = self.settings.lease_beat.total_seconds()
@@ -567,7 +569,20 @@ class Node:
             wait(futures, min(beat, remaining) if remaining is not None else beat, FIRST_COMPLETED)
             self.record_finished()
             with self._lock:
-                self._beat(self.clock.now())
+                if self._beat(self.clock.now()):
+                    self._stop_replaced()
+
+    def _stop_replaced(self) -> None:
+        """Stops this node's attempts that overlap replace asked it to stop, read from the rows it holds."""
+        try:
+            held = self.store.held(self.id) if self.runs.in_flight() else []
+        except StoreError as error:
+            log.warning(
+                "could not read this node's runs for a replace to stop (next beat tries again): %s", error
+            )
+            return
+        for job in held:
+            self._stop_if_replaced(job)
 
     def _await_a_run(self) -> None:
         """Waits until a run finishes, or a lease beat's time has passed."""

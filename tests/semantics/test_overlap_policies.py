@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from conftest import Harness, at
+from conftest import BERLIN, Harness, ScriptedRunner, at
 from cronwright import engine
-from cronwright.events import Event, EventKind
+from cronwright.events import Event, EventKind, MemorySink
 from cronwright.model import Outcome, State
+from cronwright.node import Node, NodeSettings
+from cronwright.store.sqlite import SqliteStore
 
 
 def test_buffer_one_runs_one_waiting_occurrence_after_a_long_run(harness: Harness) -> None:
@@ -223,3 +228,34 @@ def test_a_replace_logs_at_info_as_normal_operation(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.INFO, logger="cronwright.events"):
         LogSink().emit(Event(EventKind.JOB_CANCELLED, 1, "long", {"fire_id": "1-1"}))
     assert [record.levelno for record in caplog.records] == [logging.INFO]
+
+
+def test_a_process_that_only_waits_for_its_run_stops_it_when_another_node_replaces_it(
+    harness: Harness, tmp_path: Path
+) -> None:
+    # A `run-now` without a serving node runs the occurrence itself and only waits for it (no passes):
+    # its beats still read its rows, so a replace decided by another node stops the run there.
+    runner = ScriptedRunner(hold={"long": threading.Event()})
+    settings = NodeSettings(lease_beat=timedelta(milliseconds=50), lease_ttl=timedelta(hours=1), zone=BERLIN)
+    cli = Node(SqliteStore(tmp_path / "cronwright.db"), runner, harness.clock, MemorySink(), settings, "cli")
+    # A cron job stays on its grid at a run_now, so 09:01 comes due well within the CLI's lease.
+    job_id = int(harness.create("long", {"cron": "* * * * *"}, overlap="replace")["id"])
+    harness.clock.set(at("2026-03-02T09:00:50+01:00"))
+    cli.run_now(job_id)
+    assert runner.started.wait(10)
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(cli.wait_for_runs, 20)
+        harness.clock.set(at("2026-03-02T09:01:00+01:00"))
+        assert harness.node.run_pass().fired == []  # the serving node marks the run the CLI holds
+        marked = harness.node.store.get(job_id)
+        assert marked is not None and marked.in_flight is not None and marked.in_flight.cancel
+        waiting.result(timeout=20)  # the held run lasts 30 s: only the stop ends the wait this soon
+    assert runner.cancelled == [f"{job_id}-1"]
+    assert harness.node.run_pass().fired == [f"{job_id}-2"]  # the waiting occurrence, once it was recorded
+    harness.node.wait_for_runs()
+    runs = harness.ok("history", name="long")["runs"]
+    assert [(run["fire_id"], run["outcome"], run["node"]) for run in runs] == [
+        (f"{job_id}-2", "ok", harness.node.id),
+        (f"{job_id}-1", "cancelled", "cli"),
+    ]
+    cli.stop()
