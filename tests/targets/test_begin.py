@@ -4,6 +4,7 @@ thread waits for it, and its outcomes are those of `run`, on real workers."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,17 @@ import pytest
 from cronwright.model import Outcome, Result
 from cronwright.targets.registry import Registry
 from cronwright.targets.runner import TargetRunner
+from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module
-from .test_python import ACTIONS, run
+from .test_python import ACTIONS, HOLD, run, wait_for
+
+ACTS = ACTIONS + HOLD  # `hold` lets `warm` keep every worker busy until all have started
 
 
 @pytest.fixture
 def python(make_runner: MakeRunner, tmp_path: Path) -> tuple[Registry, TargetRunner]:
-    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    write_module(tmp_path / "scripts", "acts", ACTS)
     return make_runner({"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}})
 
 
@@ -46,10 +50,20 @@ class Begun:
 
 
 def warm(runner: TargetRunner, workers: int = 1) -> None:
-    """Runs `workers` attempts at once the usual way, so that as many warm workers are idle."""
-    threads = [threading.Thread(target=run, args=(runner, "pid")) for _ in range(workers)]
+    """Runs `workers` attempts at once the usual way, each held until all have started (a quick action could
+    let one worker serve two of them), so that as many warm workers are idle afterwards."""
+    with tempfile.TemporaryDirectory() as folder:
+        _hold_all(runner, Path(folder) / "gate", workers)
+
+
+def _hold_all(runner: TargetRunner, gate: Path, workers: int) -> None:
+    threads = [
+        threading.Thread(target=run, args=(runner, "hold", {"gate": str(gate)})) for _ in range(workers)
+    ]
     for thread in threads:
         thread.start()
+    wait_for(lambda: len(list(gate.parent.glob(f"{gate.name}.*"))) == workers)
+    gate.touch()
     for thread in threads:
         thread.join()
 
@@ -110,7 +124,7 @@ def test_a_begun_action_past_its_deadline_is_a_timeout_and_its_worker_is_killed(
 
 def a_begun_wait(make_runner: MakeRunner, tmp_path: Path) -> tuple[TargetRunner, Begun]:
     """A runner and an attempt of `wait_for` begun without a thread, once the action has started."""
-    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    write_module(tmp_path / "scripts", "acts", ACTS)
     _, runner = make_runner({"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}})
     warm(runner)
     fifo = tmp_path / "started"
@@ -139,8 +153,15 @@ def test_close_interrupts_a_begun_action(make_runner: MakeRunner, tmp_path: Path
     assert begun.result().outcome is Outcome.INTERRUPTED
 
 
-def test_many_begun_at_once_each_get_a_worker_and_one_outcome(python: tuple[Registry, TargetRunner]) -> None:
-    _, runner = python
+def test_many_begun_at_once_each_get_a_worker_and_one_outcome(
+    make_runner: MakeRunner, tmp_path: Path
+) -> None:
+    write_module(tmp_path / "scripts", "acts", ACTS)
+    # As many idle workers may stay warm as are begun (a plain Pool keeps 4, and the fifth would find none
+    # idle unless an earlier one had already replied: the race that made this test flaky).
+    _, runner = make_runner(
+        {"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}}, pool=Pool(max_idle=8)
+    )
     warm(runner, 8)
     begun = [Begun(runner, "greet", {"name": str(n)}, fire=f"f{n}") for n in range(8)]
 
