@@ -1,12 +1,17 @@
-"""Jobs and runs to and from plain JSON data, for stores. Instants are UTC ISO strings with microseconds.
+"""Jobs and runs to and from JSON, for stores. Instants are UTC ISO strings with microseconds.
 
-The record carries `format`, so a later release can read what an earlier one wrote.
+A record (`job_data`, `run_data`) holds its instants as UTC datetimes, which `encode` writes as those
+strings; the readers take the decoded JSON. The record carries `format`, so a later release can read
+what an earlier one wrote.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import orjson
 
 from cronwright.model import (
     AtSchedule,
@@ -29,10 +34,37 @@ FORMAT = 1
 
 
 def instant(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    # Most instants are UTC already (the node's clock, and every instant read back): no conversion.
-    return (value if value.tzinfo is UTC else value.astimezone(UTC)).isoformat()
+    """An instant as a record's JSON holds it: UTC, ISO 8601 with microseconds."""
+    at = _at(value)
+    return None if at is None else at.isoformat()
+
+
+def _at(value: datetime | None) -> datetime | None:
+    """An instant of a record, in UTC: `encode` writes it as `instant` renders it."""
+    if value is None or value.tzinfo is UTC:
+        return value
+    return value.astimezone(UTC)
+
+
+def encode(record: Any) -> str:
+    """The JSON text of a record, compact, UTF-8 unescaped, its datetimes as ISO strings.
+
+    orjson writes it about ten times faster than the standard library, and every firing writes its
+    job's row twice; the standard library writes what orjson refuses (an integer past 64 bits).
+    """
+    try:
+        return orjson.dumps(record).decode()
+    except TypeError:
+        return _fallback(record)
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+_fallback = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_iso).encode
 
 
 def read_instant(value: Any) -> datetime | None:
@@ -63,7 +95,7 @@ _MS = timedelta(milliseconds=1)
 
 def schedule_data(schedule: Schedule) -> dict[str, Any]:
     if isinstance(schedule, AtSchedule):
-        return {"at": instant(schedule.at)}
+        return {"at": _at(schedule.at)}
     if isinstance(schedule, CronSchedule):
         data: dict[str, Any] = {"cron": schedule.expression.shown, "tz": schedule.tz}
     else:
@@ -104,21 +136,21 @@ def job_data(job: Job) -> dict[str, Any]:
         "action": job.action,
         "args": dict(job.args),
         "schedule": schedule_data(job.schedule),
-        "ends_at": instant(job.ends_at),
-        "created_at": instant(job.created_at),
-        "updated_at": instant(job.updated_at),
+        "ends_at": _at(job.ends_at),
+        "created_at": _at(job.created_at),
+        "updated_at": _at(job.updated_at),
         "created_by": job.created_by,
         "state": job.state.value,
         "paused_by": job.paused_by.value if job.paused_by else None,
         **({"pause_note": job.pause_note} if job.pause_note is not None else {}),
-        **({"paused_at": instant(job.paused_at)} if job.paused_at is not None else {}),
-        "next_run_at": instant(job.next_run_at),
-        **({"next_nominal": instant(job.next_nominal)} if job.nominal_next != job.next_run_at else {}),
+        **({"paused_at": _at(job.paused_at)} if job.paused_at is not None else {}),
+        "next_run_at": _at(job.next_run_at),
+        **({"next_nominal": _at(job.next_nominal)} if job.nominal_next != job.next_run_at else {}),
         "last_run": None
         if last is None
         else {
             "fire_id": last.fire_id,
-            "fired_at": instant(last.fired_at),
+            "fired_at": _at(last.fired_at),
             "attempt": last.attempt,
             "outcome": last.outcome.value,
             "message": last.message,
@@ -130,12 +162,12 @@ def job_data(job: Job) -> dict[str, Any]:
         **({"skipped_calendar": job.skipped_calendar} if job.skipped_calendar else {}),
         **({"overlap": job.overlap.value} if job.overlap is not Overlap.SKIP else {}),
         **({"buffered": job.buffered} if job.buffered else {}),
-        **({"buffered_for": instant(job.buffered_for)} if job.buffered_for is not None else {}),
-        **({"buffered_nominal": instant(job.buffered_nominal)} if job.buffered_nominal is not None else {}),
+        **({"buffered_for": _at(job.buffered_for)} if job.buffered_for is not None else {}),
+        **({"buffered_nominal": _at(job.buffered_nominal)} if job.buffered_nominal is not None else {}),
         **({"cancelled": job.cancelled} if job.cancelled else {}),
-        **({"backfill": [instant(t) for t in job.backfill]} if job.backfill else {}),
+        **({"backfill": [_at(t) for t in job.backfill]} if job.backfill else {}),
         **(
-            {"backfill_covered": [[instant(a), instant(b)] for a, b in job.backfill_covered]}
+            {"backfill_covered": [[_at(a), _at(b)] for a, b in job.backfill_covered]}
             if job.backfill_covered
             else {}
         ),
@@ -217,14 +249,14 @@ def read_job(data: dict[str, Any]) -> Job:
 def _flight_data(flight: InFlight) -> dict[str, Any]:
     return {
         "fire_id": flight.fire_id,
-        "scheduled_for": instant(flight.scheduled_for),
+        "scheduled_for": _at(flight.scheduled_for),
         "attempt": flight.attempt,
-        "started_at": instant(flight.started_at),
+        "started_at": _at(flight.started_at),
         "node": flight.node,
         "manual": flight.manual,
-        "retry_at": instant(flight.retry_at),
+        "retry_at": _at(flight.retry_at),
         **({"handed_off": True} if flight.handed_off else {}),
-        **({"nominal": instant(flight.nominal)} if flight.nominal is not None else {}),
+        **({"nominal": _at(flight.nominal)} if flight.nominal is not None else {}),
         **({"cancel": True} if flight.cancel else {}),
     }
 
@@ -250,9 +282,9 @@ def run_data(run: Run) -> dict[str, Any]:
         "job_name": run.job_name,
         "fire_id": run.fire_id,
         "attempt": run.attempt,
-        "scheduled_for": instant(run.scheduled_for),
-        "started_at": instant(run.started_at),
-        "finished_at": instant(run.finished_at),
+        "scheduled_for": _at(run.scheduled_for),
+        "started_at": _at(run.started_at),
+        "finished_at": _at(run.finished_at),
         "outcome": run.outcome.value,
         "message": run.message,
         "took_ms": run.took_ms,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import re
 import secrets
@@ -50,7 +49,7 @@ from cronwright.model import Job, Persistence, Run, State
 from cronwright.notify.model import Notification
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
-from cronwright.store.codec import job_data, read_job, read_run, run_data
+from cronwright.store.codec import encode, job_data, read_job, read_run, run_data
 from cronwright.store.pg_pool import Pool, PoolClosed, PoolTimeout
 from cronwright.store.postgres_listen import Listener
 from cronwright.store.sql_outbox import SqlOutbox
@@ -436,7 +435,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
         updates = [(*_job_columns(jobs[index]), jobs[index].id, jobs[index].version) for index in order]
         inserts = [
-            (run.job_id, run.fire_id, run.attempt, run.finished_at, Json(run_data(run), dumps=_encode))
+            (run.job_id, run.fire_id, run.attempt, run.finished_at, Json(run_data(run), dumps=encode))
             for run in runs
         ]
         written = [False] * len(jobs)
@@ -712,7 +711,7 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         job.target,
         job.wake_at(),
         node,
-        Json(record, dumps=_encode),
+        Json(record, dumps=encode),
         job.created_by,
     )
 
@@ -726,12 +725,8 @@ def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:
         entry.job_id,
         entry.name,
         entry.owner,
-        Json(entry_data(entry), dumps=_encode),
+        Json(entry_data(entry), dumps=encode),
     )
-
-
-def _encode(record: Any) -> str:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
 
 
 def _name_taken(name: str) -> NameTaken:

@@ -36,7 +36,7 @@ from cronwright.model import Job, Persistence, Run, State
 from cronwright.notify.model import Notification
 from cronwright.store import sql_files
 from cronwright.store.base import LEASE_TTL, NodeBeat
-from cronwright.store.codec import from_micros, job_data, micros, read_job, read_run, run_data
+from cronwright.store.codec import encode, from_micros, job_data, micros, read_job, read_run, run_data
 from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
 
@@ -339,7 +339,7 @@ class SqliteStore(SqlJobReads, SqlOutbox):
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         updates = [(*_job_columns(job), job.id, job.version) for job in jobs]
         inserts = [
-            (run.job_id, run.fire_id, run.attempt, micros(run.finished_at), _encode(run_data(run)))
+            (run.job_id, run.fire_id, run.attempt, micros(run.finished_at), encode(run_data(run)))
             for run in runs
         ]
         entries = [(entry.job_id, _audit_columns(entry)) for entry in audit]
@@ -510,7 +510,7 @@ def _job_columns(job: Job) -> tuple[Any, ...]:
         job.target,
         micros(job.wake_at()),
         node,
-        _encode(record),
+        encode(record),
         job.created_by,
     )
 
@@ -529,12 +529,8 @@ def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:
         entry.job_id,
         entry.name,
         entry.owner,
-        _encode(entry_data(entry)),
+        encode(entry_data(entry)),
     )
-
-
-# One encoder for every row: json.dumps with options builds a new one per call, twice per firing.
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _name_conflict(err: sqlite3.IntegrityError) -> bool:

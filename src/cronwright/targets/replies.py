@@ -4,20 +4,21 @@ its own (`Pool.begin`).
 Why: a thread per call, blocked on its worker's pipe, costs the node's process a wake-up and a handful of
 GIL hand-offs per call, on threads that fight the scheduling pass for the one GIL: about 100 us of CPU a
 call, against about 15 us for one thread that polls every worker's pipe at once (a component figure:
-16 warm workers running a no-op). The thread sleeps in poll() while nothing is watched, and ends when its
-pool closes and the last call it watched has ended.
+16 warm workers running a no-op). The thread sleeps while nothing is watched, and ends when its pool
+closes and the last call it watched has ended.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import select
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
 log = logging.getLogger("cronwright.targets")
@@ -37,9 +38,16 @@ class Watched(Protocol):
 
 
 class Replies:
-    """Thread-safe: `watch` from any thread; each `ended` callback runs on the replies' thread, once."""
+    """Thread-safe: `watch` from any thread; each `ended` callback runs on the replies' thread, once.
 
-    def __init__(self) -> None:
+    Where the system has epoll, a pipe `watch` registers is seen at once by the thread waiting in
+    epoll_wait, so `watch` wakes that thread only when it must: when it is not waiting for any pipe, or
+    the new call's deadline comes before the end of its wait. A burst of calls then costs no wake-up of
+    their own (each one was a write, a context switch and a GIL hand-off). Elsewhere, poll() sees only
+    the pipes registered before it began, so every `watch` wakes the thread.
+    """
+
+    def __init__(self, epoll: bool = hasattr(select, "epoll")) -> None:
         self._lock = threading.Lock()
         self._watched: dict[int, tuple[Watched, float, Callable[[Event], None]]] = {}
         self._thread: threading.Thread | None = None
@@ -47,17 +55,28 @@ class Replies:
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
-        # Closed with the object, never before: a wake-up written late must never hit a reused fd.
+        self._epoll = select.epoll() if epoll else None
+        # When the thread's wait ends (monotonic), while it waits: `watch` wakes it for an earlier deadline.
+        self._waits_until = -math.inf
+        # Closed with the object, never before: a wake-up written late must never hit a reused fd. (The
+        # epoll object closes its own.)
         weakref.finalize(self, _close_all, self._wake_read, self._wake_write)
+        if self._epoll is not None:
+            self._epoll.register(self._wake_read, select.EPOLLIN)
 
     def watch(self, watched: Watched, deadline: float, ended: Callable[[Event], None]) -> None:
         """Calls `ended` when `watched` has replied or died, or at `deadline` (monotonic) if neither."""
+        fd = watched.fileno()
         with self._lock:
-            self._watched[watched.fileno()] = (watched, deadline, ended)
+            self._watched[fd] = (watched, deadline, ended)
+            if self._epoll is not None:
+                self._epoll.register(fd, select.EPOLLIN)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="cronwright-replies", daemon=True)
                 self._thread.start()
-        self._wake()
+            wake = self._epoll is None or deadline < self._waits_until
+        if wake:
+            self._wake()
 
     def close(self) -> None:
         """The thread ends once the calls it watches have ended (their workers killed by the pool)."""
@@ -66,31 +85,50 @@ class Replies:
         self._wake()
 
     def _loop(self) -> None:
-        poller = select.poll()
-        poller.register(self._wake_read, select.POLLIN)
-        registered: set[int] = set()
+        wait = self._epoll_wait if self._epoll is not None else self._poll_wait()
         while True:
             with self._lock:
                 watched = dict(self._watched)
                 if self._closed and not watched:
                     self._thread = None
                     return
+                first = min((deadline for _, deadline, _ in watched.values()), default=math.inf)
+                self._waits_until = first
+            timeout = None if first == math.inf else max(0.0, first - time.monotonic())
+            for fd in wait(watched, timeout):
+                if fd == self._wake_read:
+                    self._drain()
+                elif fd in watched:
+                    self._receive(fd, *watched[fd])
+            with self._lock:
+                self._waits_until = -math.inf  # not waiting: the next round reads every watch anyway
+            now = time.monotonic()
+            for fd, (_, deadline, ended) in watched.items():
+                if deadline <= now:
+                    self._end(fd, ended, "late")
+
+    def _epoll_wait(self, _watched: Mapping[int, object], timeout: float | None) -> list[int]:
+        assert self._epoll is not None
+        # Rounded up to the millisecond epoll waits in, so that a deadline is never woken for too early.
+        wait = -1 if timeout is None else math.ceil(timeout * 1000) / 1000
+        return [fd for fd, _ in self._epoll.poll(wait)]
+
+    def _poll_wait(self) -> Callable[[Mapping[int, object], float | None], list[int]]:
+        """A wait on poll(), which registers the watched pipes anew before each round."""
+        poller = select.poll()
+        poller.register(self._wake_read, select.POLLIN)
+        registered: set[int] = set()
+
+        def wait(watched: Mapping[int, object], timeout: float | None) -> list[int]:
+            nonlocal registered
             for fd in watched.keys() - registered:
                 poller.register(fd, select.POLLIN)
             for fd in registered - watched.keys():
                 poller.unregister(fd)
             registered = set(watched)
-            first = min((deadline for _, deadline, _ in watched.values()), default=None)
-            timeout = None if first is None else max(0, int((first - time.monotonic()) * 1000) + 1)
-            for fd, _ in poller.poll(timeout):
-                if fd == self._wake_read:
-                    self._drain()
-                elif fd in watched:
-                    self._receive(fd, *watched[fd])
-            now = time.monotonic()
-            for fd, (_, deadline, ended) in watched.items():
-                if deadline <= now:
-                    self._end(fd, ended, "late")
+            return [fd for fd, _ in poller.poll(None if timeout is None else math.ceil(timeout * 1000))]
+
+        return wait
 
     def _receive(self, fd: int, watched: Watched, _deadline: float, ended: Callable[[Event], None]) -> None:
         try:
@@ -105,6 +143,10 @@ class Replies:
             if self._watched.get(fd, (None, 0.0, None))[2] is not ended:
                 return  # ended already (a reply and its deadline in one round)
             del self._watched[fd]
+            if self._epoll is not None:
+                # Before `ended`, which may close the pipe: its fd number may then serve another call.
+                with contextlib.suppress(OSError):
+                    self._epoll.unregister(fd)
         try:
             ended(event)
         except Exception:  # a bug in one call's ending must not stop the replies of the others

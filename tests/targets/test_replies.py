@@ -1,0 +1,128 @@
+"""The pool's reply thread (targets/replies.py) over real pipes: with epoll, where a new watch needs no
+wake-up unless its deadline comes first, and with poll(), where every watch wakes the thread."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import pytest
+
+from cronwright.targets.replies import Event, Replies
+
+
+class Pipe:
+    """A worker's reply pipe: one JSON line is a reply, end of file is a death."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+        self.events: list[Event] = []
+        self.ended = threading.Event()
+
+    def fileno(self) -> int:
+        return self.read
+
+    def receive(self) -> dict[str, Any] | Literal["died"] | None:
+        chunk = os.read(self.read, 65536)
+        return json.loads(chunk) if chunk else "died"
+
+    def end(self, event: Event) -> None:
+        self.events.append(event)
+        self.ended.set()
+
+    def outcome(self) -> Event:
+        assert self.ended.wait(10), "the watch never ended"
+        [event] = self.events  # exactly once
+        return event
+
+    def close(self) -> None:
+        """Ends a watch still open (end of file) before its read end closes: a reused fd number must not
+        reach a watch of an earlier test."""
+        with contextlib.suppress(OSError):
+            os.close(self.write)
+        self.ended.wait(10)
+        os.close(self.read)
+
+
+@pytest.fixture(params=[True, False], ids=["epoll", "poll"])
+def replies(request: pytest.FixtureRequest) -> Iterator[Replies]:
+    if request.param and not hasattr(__import__("select"), "epoll"):
+        pytest.skip("no epoll here")
+    made = Replies(epoll=request.param)
+    yield made
+    made.close()
+    for thread in threading.enumerate():  # it ends once its watches have (the pipes fixture ends them)
+        if thread.name == "cronwright-replies":
+            thread.join(10)
+
+
+@pytest.fixture
+def pipes() -> Iterator[list[Pipe]]:
+    made: list[Pipe] = []
+    yield made
+    for pipe in made:
+        pipe.close()
+
+
+def far() -> float:
+    return time.monotonic() + 600
+
+
+def asleep_in_its_wait() -> None:
+    """Returns once the replies thread sleeps in poll() or epoll_wait() (Linux: its /proc wchan)."""
+    [thread] = [t for t in threading.enumerate() if t.name == "cronwright-replies"]
+    for _ in range(10_000):
+        task = f"/proc/self/task/{thread.native_id}"
+        with open(f"{task}/wchan") as wchan, open(f"{task}/stat") as stat:
+            if "poll" in wchan.read() and stat.read().rsplit(")", 1)[1].split()[0] == "S":
+                return
+        time.sleep(0.001)  # a condition to wait for, not time to pass
+    raise AssertionError("the replies thread never went to sleep")
+
+
+def test_each_of_a_burst_of_watches_gets_its_own_reply_once(replies: Replies, pipes: list[Pipe]) -> None:
+    pipes.extend(Pipe() for _ in range(16))
+    for pipe in pipes:
+        replies.watch(pipe, far(), pipe.end)
+    for n, pipe in reversed(list(enumerate(pipes))):
+        os.write(pipe.write, json.dumps({"n": n}).encode())
+
+    assert [pipe.outcome() for pipe in pipes] == [{"n": n} for n in range(16)]
+
+
+def test_a_watch_made_while_the_thread_waits_on_others_is_seen(replies: Replies, pipes: list[Pipe]) -> None:
+    waiting, late_comer = Pipe(), Pipe()
+    pipes.extend([waiting, late_comer])
+    replies.watch(waiting, far(), waiting.end)
+    asleep_in_its_wait()
+    replies.watch(late_comer, far(), late_comer.end)  # with epoll, no wake-up: a later deadline
+    os.write(late_comer.write, b'{"ok": true}')
+
+    assert late_comer.outcome() == {"ok": True}
+    assert not waiting.ended.is_set()
+
+
+def test_a_deadline_before_the_waits_end_wakes_the_thread(replies: Replies, pipes: list[Pipe]) -> None:
+    long, overdue = Pipe(), Pipe()
+    pipes.extend([long, overdue])
+    replies.watch(long, far(), long.end)
+    asleep_in_its_wait()  # until `long`'s deadline, ten minutes away
+    # Already past its deadline: the thread, waiting until `long`'s deadline, must wake for it now.
+    replies.watch(overdue, time.monotonic() - 1, overdue.end)
+
+    assert overdue.outcome() == "late"
+    assert not long.ended.is_set()
+
+
+def test_a_pipe_that_closes_is_a_death(replies: Replies, pipes: list[Pipe]) -> None:
+    pipe = Pipe()
+    pipes.append(pipe)
+    replies.watch(pipe, far(), pipe.end)
+    os.close(pipe.write)
+
+    assert pipe.outcome() == "died"
