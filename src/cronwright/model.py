@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import StrEnum
-from operator import attrgetter
 from typing import Any
 
 from cronwright.timing.cron_set import CronSet
@@ -174,7 +173,9 @@ class Occurrence:
         return self.scheduled_for if self.nominal is None else self.nominal
 
 
-@dataclass(frozen=True, slots=True)
+# Not slots: `evolve` copies a job's __dict__ in one C call, where a slotted copy sets 45 fields one by one
+# (a pass copies each firing's job about six times).
+@dataclass(frozen=True)
 class Job:
     id: int
     name: str
@@ -281,15 +282,16 @@ class Job:
         return self.evolve(in_flight=flights[0] if flights else None, alongside=flights[1:])
 
     def evolve(self, **changes: Any) -> Job:
-        """A copy with `changes`. Twice as fast as dataclasses.replace, which a pass calls several times
-        per firing: the fields are read in one attrgetter call and passed by position."""
-        values = list(_job_values(self))
-        for name, value in changes.items():
-            try:
-                values[_JOB_FIELD_INDEX[name]] = value
-            except KeyError:
-                raise TypeError(f"Job has no field {name!r}") from None
-        return Job(*values)
+        """A copy with `changes`: its fields copied in one go, about ten times as fast as
+        dataclasses.replace, which would run __init__ (a pass calls this several times per firing)."""
+        unknown = changes.keys() - _JOB_FIELDS
+        if unknown:
+            raise TypeError(f"Job has no field {sorted(unknown)[0]!r}")
+        copy = object.__new__(Job)
+        fields_of_copy = copy.__dict__
+        fields_of_copy.update(self.__dict__)
+        fields_of_copy.update(changes)
+        return copy
 
     def wake_at(self) -> datetime | None:
         """The earliest instant at which a scheduling pass could change this job; None while none can.
@@ -309,8 +311,7 @@ class Job:
         return None
 
 
-_JOB_FIELD_INDEX = {item.name: index for index, item in enumerate(fields(Job))}
-_job_values = attrgetter(*_JOB_FIELD_INDEX)
+_JOB_FIELDS = frozenset(item.name for item in fields(Job))
 
 
 @dataclass(frozen=True, slots=True)

@@ -498,9 +498,9 @@ class Pool:
             with self._lock:
                 if self._closed:
                     return None
-                slots = self._slots.setdefault(spec, _Slots())
-                worker = slots.idle.pop() if slots.idle else None
-                last = not slots.idle
+                slots = self._slots.get(spec)
+                worker = slots.idle.pop() if slots is not None and slots.idle else None
+                last = slots is None or not slots.idle
             if worker is None:
                 return None
             if not worker.stale():
