@@ -144,3 +144,59 @@ def test_after_a_forward_step_a_dead_peer_is_still_found_within_a_lease(
     clock.advance(timedelta(seconds=46))  # a lease passes, and the dead node has not beaten
     assert judge.node.run_pass().recovered == ["1-1"]
     assert judge.job("slow")["last_run"]["outcome"] == "interrupted"
+
+
+def test_a_beat_due_before_a_pass_that_comes_within_a_beat_is_taken_before_the_node_sleeps(
+    harness: Harness,
+) -> None:
+    """The pass then claims without first waiting for the beat's durable write (a start-lag tail)."""
+    harness.create("report", {"cron": "0 10 * * *"})
+    harness.clock.set(at("2026-03-02T09:59:50+01:00"))
+    harness.node.run_pass()  # an idle node's beat rides on its pass
+    assert beat_of(harness, harness.node.id) == at("2026-03-02T09:59:50+01:00")
+
+    harness.clock.set(at("2026-03-02T09:59:59.5+01:00"))  # the next beat falls due at 10:00:00
+    assert harness.node.until_next_pass() == 0.5
+    assert beat_of(harness, harness.node.id) == at("2026-03-02T09:59:59.5+01:00"), "taken ahead"
+
+    harness.clock.set(at("2026-03-02T10:00:00+01:00"))
+    assert len(harness.node.run_pass().fired) == 1
+    assert beat_of(harness, harness.node.id) == at("2026-03-02T09:59:59.5+01:00"), (
+        "the firing pass wrote no beat"
+    )
+    harness.node.wait_for_runs()
+
+
+def test_a_node_that_sleeps_longer_than_a_beat_takes_no_beat_before_it_sleeps(harness: Harness) -> None:
+    """Semantic 25 stays: an idle node beats as its passes start, no more often than they come."""
+    harness.create("report", {"cron": "0 10 * * *"})
+    harness.clock.set(at("2026-03-02T09:30:00+01:00"))  # its beat is overdue; the next pass is far
+    assert harness.node.until_next_pass() == 60.0  # the safety interval
+    assert beat_of(harness, harness.node.id) == at("2026-03-02T09:00:00+01:00")
+
+
+class SlowNextWake:
+    """The store, whose `next_wake` read takes a millisecond of the test's clock."""
+
+    def __init__(self, inner: SqliteStore, clock: ManualClock) -> None:
+        self.inner = inner
+        self.clock = clock
+
+    def next_wake(self) -> Any:
+        found = self.inner.next_wake()
+        self.clock.advance(timedelta(milliseconds=1))
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_the_node_sleeps_until_the_due_instant_not_that_plus_the_time_its_reads_took(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    store = SlowNextWake(SqliteStore(tmp_path / "cronwright.db"), clock)
+    harness = make_harness(store, clock)  # type: ignore[arg-type]
+    harness.create("report", {"cron": "0 10 * * *"})
+    clock.set(at("2026-03-02T09:59:59+01:00"))
+    sleep = harness.node.seconds_until_next_pass()
+    assert clock.now() + timedelta(seconds=sleep) == at("2026-03-02T10:00:00+01:00")
