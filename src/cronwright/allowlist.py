@@ -6,11 +6,13 @@ import difflib
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any, Protocol
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cronwright.errors import ArgsInvalid, TargetNotAllowed
+from cronwright.plainschema import certainly_valid, is_plain_schema
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 class Allowlist(Protocol):
@@ -29,31 +31,54 @@ def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mappin
     A key the schema does not name is let through unless the schema itself forbids extras; then the
     problem names the key and, where one is close, the property meant.
     """
-    validator = _validator(schema)
-    problems = sorted(validator.iter_errors(dict(args)), key=lambda error: list(error.absolute_path))
+    values = dict(args)
+    plain, validator = _checker(schema)
+    if plain and certainly_valid(schema, values):
+        return
+    if validator is None:
+        validator = _validator(schema)
+    problems = sorted(validator.iter_errors(values), key=lambda error: list(error.absolute_path))
     if problems:
         details = [detail for error in problems for detail in _details(error)][:20]
         summary = "; ".join(f"{d['path']}: {d['problem']}" for d in details[:3])
         raise ArgsInvalid(f"args for {target}.{action} do not match its schema: {summary}", problems=details)
 
 
-# Validators by the identity of their schema: an action's schema lives as long as its spec, and every run
-# checks its args again, so building the validator once per schema (not per run) keeps that check cheap.
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], jsonschema.protocols.Validator]] = {}
-_VALIDATORS_LOCK = threading.Lock()
-_VALIDATORS_MAX = 1024
+# What is known of each schema, by its identity: an action's schema lives as long as its spec, and every run
+# checks its args again, so finding whether it is plain (plainschema.py), and building its validator, once
+# per schema (not per run) keeps that check cheap. The validator is built only for args the plain check
+# could not pass: jsonschema is imported by the first of those, and never when every schema is plain and
+# every args valid (a `tick` of no-arg actions).
+_CHECKERS: dict[int, tuple[Mapping[str, Any], bool, jsonschema.protocols.Validator | None]] = {}
+_CHECKERS_LOCK = threading.Lock()
+_CHECKERS_MAX = 1024
+
+
+def _checker(schema: Mapping[str, Any]) -> tuple[bool, jsonschema.protocols.Validator | None]:
+    """Whether `schema` is plain, and its validator if one was built."""
+    cached = _CHECKERS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1], cached[2]
+    plain = is_plain_schema(schema)
+    _remember(schema, plain, None)
+    return plain, None
 
 
 def _validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
-    cached = _VALIDATORS.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1]
+    import jsonschema  # here, not at the top: see plainschema.py
+
     validator = jsonschema.Draft202012Validator(schema)
-    with _VALIDATORS_LOCK:
-        if len(_VALIDATORS) >= _VALIDATORS_MAX:
-            _VALIDATORS.clear()  # specs described again after code changes: drop the old ones
-        _VALIDATORS[id(schema)] = (schema, validator)
+    _remember(schema, is_plain_schema(schema), validator)
     return validator
+
+
+def _remember(
+    schema: Mapping[str, Any], plain: bool, validator: jsonschema.protocols.Validator | None
+) -> None:
+    with _CHECKERS_LOCK:
+        if len(_CHECKERS) >= _CHECKERS_MAX:
+            _CHECKERS.clear()  # specs described again after code changes: drop the old ones
+        _CHECKERS[id(schema)] = (schema, plain, validator)
 
 
 def _details(error: jsonschema.ValidationError) -> list[dict[str, str]]:

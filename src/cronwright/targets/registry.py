@@ -25,12 +25,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 import cronwright
 from cronwright.allowlist import check_args
 from cronwright.config import ActionConfig, Config, TargetConfig
 from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
+from cronwright.plainschema import is_plain_schema
 from cronwright.targets import decorator
 from cronwright.targets.command import placeholders
 from cronwright.targets.specs import ActionSpec, TargetSpec, WorkerSpec, fingerprint
@@ -325,10 +324,15 @@ def _timeout(where: str, text: str) -> timedelta:
 
 
 def _schema(where: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        raise ConfigError(f"{where}: args_schema is not a valid JSON Schema: {error.message}") from None
+    # A plain schema (plainschema.py: what the decorator derives, a command's default) is valid as it is:
+    # checking it takes no jsonschema, which a boot with only such schemas never imports.
+    if not is_plain_schema(schema):
+        import jsonschema
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as error:
+            raise ConfigError(f"{where}: args_schema is not a valid JSON Schema: {error.message}") from None
     if schema.get("type", "object") != "object":
         raise ConfigError(f'{where}: args_schema must describe an object (args are one): "type" = "object"')
     return dict(schema)
