@@ -3,33 +3,36 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cronwright.allowlist import Allowlist
 from cronwright.calendars import from_config
 from cronwright.changes import Changes
 from cronwright.clock import Clock, SystemClock
-from cronwright.config import Config
 from cronwright.events import EventSink, FanOut
 from cronwright.node import Node, NodeSettings, new_node_id
 from cronwright.notify.alerting import Alerting
-from cronwright.notify.deliver import Deliverer
-from cronwright.notify.loop import DeliveryLoop
-from cronwright.notify.setup import channels_of, rules_of
-from cronwright.protocol import Protocol
-from cronwright.runner import Runner
+from cronwright.notify.setup import rules_of
 from cronwright.seeds import SEED_SOURCE, upsert_seeds
 from cronwright.service import Limits, Service
 from cronwright.sinks import LogSink, MetricsSink
 from cronwright.sources import Source
 from cronwright.store import open_store
-from cronwright.store.base import Backend
-from cronwright.targets.secrets import Secrets
 
+# What a `tick` never uses is imported where it is first needed: the protocol and its request models (pydantic
+# models, slow to build) by the first request, the notifications' delivery by a config with channels.
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from cronwright.allowlist import Allowlist
+    from cronwright.config import Config
+    from cronwright.notify.loop import DeliveryLoop
+    from cronwright.protocol import Protocol
+    from cronwright.runner import Runner
+    from cronwright.store.base import Backend
+    from cronwright.targets.secrets import Secrets
 
 
 @dataclass(slots=True)
@@ -37,12 +40,25 @@ class App:
     config: Config
     node: Node
     service: Service
-    protocol: Protocol
     metrics: CollectorRegistry | None  # None in a process that nobody scrapes (built with metrics=False)
     # Delivers the outbox (semantic 38): `serve` starts its thread, `tick` drains it before exiting.
     deliveries: DeliveryLoop | None = None
     # Told of every change a reader may show (the dashboard's live updates).
     changes: Changes = field(default_factory=Changes)
+    _protocol: Protocol | None = None
+    _protocol_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def protocol(self) -> Protocol:
+        """The protocol over the service, made on first use: a `tick` makes no request, so never pays.
+        One for the app's life, even when serve's threads ask at once: it keeps the mutation rate limits."""
+        if self._protocol is None:
+            from cronwright.protocol import Protocol
+
+            with self._protocol_lock:
+                if self._protocol is None:
+                    self._protocol = Protocol(self.service, self.config.node.max_message_bytes)
+        return self._protocol
 
     def close(self) -> None:
         self.node.stop()
@@ -103,10 +119,15 @@ def build(
         settings.tz, settings.max_lifetime, settings.min_period, settings.misfire_grace, settings.run_history
     )
     service = Service(node, allowlist, limits)
-    app = App(config, node, service, Protocol(service, settings.max_message_bytes), registry, changes=changes)
+    app = App(config, node, service, registry, changes=changes)
     # The node calls on_notes when woken (a mutation, SIGUSR1, a NOTIFY) and when it wrote notifications.
     node.on_notes = changes.changed
     if config.notify:
+        from cronwright.notify.deliver import Deliverer
+        from cronwright.notify.loop import DeliveryLoop
+        from cronwright.notify.setup import channels_of
+        from cronwright.targets.secrets import Secrets
+
         channels = channels_of(config, secrets or Secrets.from_config(config))
         deliverer = Deliverer(node.store, channels, node.id, clock, settings.tz)
         app.deliveries = DeliveryLoop(deliverer, node.store, clock)

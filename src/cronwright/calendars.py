@@ -43,7 +43,7 @@ class UnknownCalendar(Refusal):
 class CalendarConfig(BaseModel):
     """One `[calendars.NAME]` table."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)  # as config._Strict
 
     dates: list[date] = Field(default_factory=list)
     ranges: list[tuple[date, date]] = Field(default_factory=list)

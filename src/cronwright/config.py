@@ -26,7 +26,10 @@ DEFAULT_NAME = "cronwright.toml"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # defer_build: a model's validator is built when it first validates, not when this module is imported;
+    # the nested models are then built once, inside Config's, not also each on its own (~20 ms of CPU at each
+    # CLI start, `tick` included).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def _duration(value: object) -> timedelta:

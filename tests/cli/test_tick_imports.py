@@ -8,6 +8,8 @@ import os
 import subprocess
 from datetime import UTC, datetime
 
+import pytest
+
 from .blackbox import TIMEOUT, Cronwright
 
 # What the other verbs use: serve's HTTP stack, MCP and the dashboard; /metrics; rich tables on a terminal;
@@ -24,6 +26,12 @@ NOT_FOR_TICK = (
     "httpcore",
     "smtplib",
     "ssl",
+    # The args schemas here are plain (a no-arg action's, a command's default): checked without jsonschema
+    # (plainschema.py), and the protocol's request models are for requests, which a tick makes none of.
+    "jsonschema",
+    "referencing",
+    "cronwright.protocol",
+    "cronwright.declare",
 )
 ACTIONS = """
 import cronwright
@@ -55,11 +63,54 @@ def test_a_tick_that_runs_python_and_command_actions_imports_no_http_stack_metri
         if line.startswith("import time:") and "|" in line
     }
     assert "cronwright.node" in imported  # the probe reads this process's imports
-    unwanted = sorted(name for name in imported if name.split(".")[0] in NOT_FOR_TICK)
+    unwanted = sorted(name for name in imported if any(_within(name, top) for top in NOT_FOR_TICK))
     assert not unwanted, f"tick imported {unwanted}"
     assert os.path.exists(cw.log) and len(cw.fires()) == 1  # the command really ran
     runs = cw.json("history", "--limit", "10")["runs"]
     assert sorted(run["outcome"] for run in runs) == ["ok", "ok"]
+
+
+def _imports(cw: Cronwright, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    argv, env = cw.command(*args)
+    env["PYTHONPROFILEIMPORTTIME"] = "1"
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=env, cwd=cw.folder, timeout=TIMEOUT, check=False
+    )
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return done, imported
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("tick", "--help")])
+def test_the_version_and_the_help_of_the_verbs_read_no_config_and_build_no_model(
+    cw: Cronwright, args: tuple[str, ...]
+) -> None:
+    # The request models, the config's and jsonschema are most of a CLI call's start: none of them is needed
+    # to say the version or list the verbs (a verb's declared options are made when that verb is read).
+    done, imported = _imports(cw, *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cronwright" in done.stdout
+    assert "cronwright.fronts.cli" in imported  # the probe reads this process's imports
+    heavy = ("pydantic", "jsonschema", "cronwright.config", "cronwright.app", "cronwright.declare")
+    unwanted = sorted(name for name in imported if any(_within(name, top) for top in heavy))
+    assert not unwanted, f"{' '.join(args)} imported {unwanted}"
+
+
+def test_a_verb_with_declared_options_still_makes_them_for_its_help(cw: Cronwright) -> None:
+    done, imported = _imports(cw, "list", "--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (
+        "--state" in done.stdout
+        and "pending|active" in done.stdout
+        and "cronwright.declare.requests" in imported
+    )
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
 def test_only_serve_counts_events_for_metrics(cw: Cronwright) -> None:

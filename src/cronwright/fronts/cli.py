@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from cronwright.app import App, build
-from cronwright.config import Config, load
-from cronwright.declare.requests import Backfill, History, JobSpec, ListJobs, Pause, Preview, Resume
+import cronwright
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
-from cronwright.fronts.cli_options import DeclaredOption, declared
+from cronwright.fronts.cli_options import DeclaredOption, DeclaringCommand, declared
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
 from cronwright.logs import configure as configure_logs
@@ -36,7 +34,11 @@ from cronwright.logs import say
 from cronwright.sources import operator
 from cronwright.timing.durations import parse_duration
 
+# The app and the config (pydantic) are imported when a verb first needs them, and the request models when
+# a verb's declared options are first read (cli_options.py): `--version` and `--help` need neither.
 if TYPE_CHECKING:
+    from cronwright.app import App
+    from cronwright.config import Config
     from cronwright.fronts.http import Serving
     from cronwright.fronts.ui.links import Links
     from cronwright.node import Node
@@ -65,6 +67,8 @@ class Runtime:
     @property
     def config(self) -> Config:
         if self._config is None:
+            from cronwright.config import load
+
             try:
                 self._config = load(self.config_path)
             except ConfigError as error:
@@ -89,6 +93,8 @@ class Runtime:
                 # all but a few workers killed, only to start them again for the next firings.
                 pool = Pool(max_idle=config.node.max_concurrency, spare=serving)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
+                from cronwright.app import build
+
                 # Only serve has a /metrics to count events for.
                 self._app = build(
                     config,
@@ -179,13 +185,16 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
     metavar="PATH",
     help="Config file (else $CRONWRIGHT_CONFIG, ./cronwright.toml).",
 )
-@click.version_option(package_name="cronwright")
+@click.version_option(cronwright.__version__)  # not looked up in the metadata: that is slow
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """cronwright: schedules that never run twice, never run forever, and run only what was allowed."""
     runtime = Runtime(config_path)
     ctx.obj = runtime
     ctx.call_on_close(runtime.close)
+
+
+cli.command_class = DeclaringCommand  # each verb's declared options are made when it is run or helped
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -208,11 +217,11 @@ def _warn_unreadable(reply: Reply) -> None:
 
 
 @cli.command("list")
-@declared(ListJobs, "state")
-@declared(ListJobs, "target")
-@declared(ListJobs, "source", metavar="S")
-@declared(ListJobs, "limit")
-@declared(ListJobs, "after_name", "--after", metavar="NAME")
+@declared("ListJobs", "state")
+@declared("ListJobs", "target")
+@declared("ListJobs", "source", metavar="S")
+@declared("ListJobs", "limit")
+@declared("ListJobs", "after_name", "--after", metavar="NAME")
 @click.option("--wide", is_flag=True, help="Every column, every instant in full ISO-8601, however wide.")
 @json_option
 @pass_runtime
@@ -325,8 +334,8 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name", required=False)
-@declared(History, "limit", default=20)
-@declared(History, "before", metavar="RUN")
+@declared("History", "limit", default=20)
+@declared("History", "before", metavar="RUN")
 @output_option
 @json_option
 @pass_runtime
@@ -422,9 +431,9 @@ def targets(runtime: Runtime, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("expressions", metavar="EXPR [EXPR ...]", nargs=-1, required=True)
-@declared(Preview, "tz")
-@declared(Preview, "after", metavar="ISO")
-@declared(Preview, "count", default=5)
+@declared("Preview", "tz")
+@declared("Preview", "after", metavar="ISO")
+@declared("Preview", "count", default=5)
 @click.option(
     "--exclude", metavar="CALENDAR", multiple=True, help="Mark the firings this [calendars.NAME] excludes."
 )
@@ -575,13 +584,13 @@ def schedule_options(function: Callable[..., Any]) -> Callable[..., Any]:
             "on every node and restart.",
         ),
         click.option("--at", metavar="ISO", help="A single instant (one-shot)."),
-        declared(JobSpec, "lifetime", metavar="DUR|ISO"),
-        declared(JobSpec, "misfire"),
-        declared(JobSpec, "overlap"),
-        declared(JobSpec, "max_attempts"),
+        declared("JobSpec", "lifetime", metavar="DUR|ISO"),
+        declared("JobSpec", "misfire"),
+        declared("JobSpec", "overlap"),
+        declared("JobSpec", "max_attempts"),
         # The protocol's retry_backoff_ms in milliseconds; the CLI takes a duration (2s, 500ms).
         click.option("--retry-backoff", metavar="DUR", help="The first retry's delay; it doubles each time."),
-        declared(JobSpec, "breaker_threshold", "--breaker"),
+        declared("JobSpec", "breaker_threshold", "--breaker"),
         click.option(
             "--dry-run",
             is_flag=True,
@@ -706,8 +715,8 @@ def _dry(options: dict[str, Any]) -> dict[str, Any]:
 @click.argument("name")
 @click.option("--target", required=True, help="The target to run.")
 @click.option("--action", required=True, help="The target's action.")
-@declared(JobSpec, "dedupe_key", metavar="KEY")
-@declared(JobSpec, "once")
+@declared("JobSpec", "dedupe_key", metavar="KEY")
+@declared("JobSpec", "once")
 @schedule_options
 @pass_runtime
 def add(runtime: Runtime, /, name: str, target: str, action: str, dedupe_key: str | None, once: bool,
@@ -758,7 +767,7 @@ def _simple(verb: str, action: str, doc: str) -> None:
         finish(changed(runtime, runtime.call(action, name=name)), as_json, say_job("removed"))
 
 
-def _noted(verb: str, past: str, model: type[Pause | Resume], doc: str) -> None:
+def _noted(verb: str, past: str, model: str, doc: str) -> None:
     """pause and resume, each with the --note its request declares."""
 
     @cli.command(verb, help=doc)
@@ -771,9 +780,9 @@ def _noted(verb: str, past: str, model: type[Pause | Resume], doc: str) -> None:
 
 
 _simple("remove", "delete", "Removes a schedule; a run in flight finishes, and reaches the history.")
-_noted("pause", "paused", Pause, "Pauses an active schedule; --note says why (shown until it is resumed).")
+_noted("pause", "paused", "Pause", "Pauses an active schedule; --note says why (shown until it is resumed).")
 _noted(
-    "resume", "resumed", Resume, "Resumes a paused schedule; the misfire policy applies to what it missed."
+    "resume", "resumed", "Resume", "Resumes a paused schedule; the misfire policy applies to what it missed."
 )
 
 
@@ -800,9 +809,9 @@ _decide(
 
 @cli.command()
 @click.argument("name")
-@declared(Backfill, "from_", "--from", metavar="ISO")
-@declared(Backfill, "to", metavar="ISO")
-@declared(Backfill, "dry_run")
+@declared("Backfill", "from_", "--from", metavar="ISO")
+@declared("Backfill", "to", metavar="ISO")
+@declared("Backfill", "dry_run")
 @json_option
 @pass_runtime
 def backfill(runtime: Runtime, name: str, from_: str, to: str, dry_run: bool, as_json: bool) -> None:

@@ -11,13 +11,16 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cronwright.node import is_serving
-from cronwright.store.base import Store
+if TYPE_CHECKING:
+    from cronwright.store.base import Store
 
 
 def wake_local_nodes(store: Store) -> int:
     """Signals every serving cronwright node on this host; returns how many were woken."""
+    from cronwright.node import is_serving  # here: the CLI imports this module, and most verbs wake nobody
+
     host = socket.gethostname()
     woken = 0
     for beat in store.beats():

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cronwright.notify.channels import AppriseChannel, Channel, EmailChannel, WebhookChannel
 from cronwright.notify.rules import Rule
-from cronwright.targets.secrets import Secrets
 
 if TYPE_CHECKING:
     import httpx
 
     from cronwright.config import Config, NotifyConfig
+    from cronwright.notify.channels import Channel
+    from cronwright.targets.secrets import Secrets
 
 
 def rules_of(config: Config) -> tuple[Rule, ...]:
@@ -44,6 +44,9 @@ def channels_of(
 def _channel(
     name: str, spec: NotifyConfig, secrets: Secrets, client: httpx.Client, wall: Callable[[], float] | None
 ) -> Channel:
+    # Here: every node reads its rules from this module, and a config with no channel never sends.
+    from cronwright.notify.channels import AppriseChannel, EmailChannel, WebhookChannel
+
     timeout = spec.timeout.total_seconds()
     if spec.kind == "webhook":
         assert spec.url is not None and spec.signing_secret is not None
