@@ -177,7 +177,8 @@ def lag_rows(samples: int) -> list[Row]:
     ours, theirs = serve_lag(samples), apscheduler_lag(samples)
     found = []
     for kind, label in (("cron", "cron, every second"), ("every", "every 1s")):
-        for q in (50, 99):
+        # p99 of 60 samples is their slowest one, which one noisy moment sets: p95 says more of the tail.
+        for q in (50, 95, 99):
             found.append(
                 Row(
                     f"start lag p{q} through `serve`, {label} ({samples} samples)",

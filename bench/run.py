@@ -82,6 +82,9 @@ def main() -> None:
     )
     parser.add_argument("--rss-schedules", type=int, help="the serve RSS row's N (default 1,000,000)")
     parser.add_argument("--rounds", type=int, help="rounds of the product rows (default 3; --quick 1)")
+    parser.add_argument(
+        "--lag-samples", type=int, help="samples of each start-lag row (default 60; --quick 10)"
+    )
     parser.add_argument("--multinode-jobs", type=int, help="one-shots per multi-node round (default 3,000)")
     parser.add_argument("--multinode-rounds", type=int, help="multi-node rounds (default 3; --quick 1)")
     options = parser.parse_args()
@@ -103,7 +106,7 @@ def main() -> None:
             options.command_jobs if options.command_jobs is not None else [200] if quick else [2_000]
         ),
         "product_rounds": options.rounds or (1 if quick else 3),
-        "lag_samples": 10 if quick else 60,
+        "lag_samples": options.lag_samples or (10 if quick else 60),
         "rss_schedules": options.rss_schedules or (100_000 if quick else 1_000_000),
         "ui_schedules": bench_ui.SCHEDULES,
         "ui_requests": 7 if quick else bench_ui.REQUESTS,
