@@ -2,9 +2,11 @@
 
 The store is the truth. The node reads the jobs that are due, lets the engine decide, writes each
 decision as a compare-and-swap, and runs only the occurrences whose claim it won and made durable.
-Three parts: the passes here, the dispatcher (dispatch.py: the runs in flight, whose outcomes come back
-through a queue and are recorded in batches by the next pass, so one transaction records many), and the
-lease keeper (lease.py: the beats, on a monotonic clock and a timer of their own).
+Four parts: the passes here, a shell of reads, writes, dispatch and events over the planner (planner.py:
+the pure decisions of a pass, what to claim, what waits for a slot, what settles and how finished
+attempts are recorded), the dispatcher (dispatch.py: the runs in flight, whose outcomes come back through
+a queue and are recorded in batches by the next pass, so one transaction records many), and the lease
+keeper (lease.py: the beats, on a monotonic clock and a timer of their own).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from cronwright import engine
+from cronwright import engine, planner
 from cronwright.audit import AuditEntry
 from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import Clock
@@ -32,16 +34,15 @@ from cronwright.lease import LeaseKeeper, StepGuard
 from cronwright.model import InFlight, Job, Occurrence, Persistence, Run
 from cronwright.notify import detect
 from cronwright.notify.alerting import Alerting, StoreTransitions
-from cronwright.notify.model import Alert, Notification, Transition
+from cronwright.notify.model import Alert, Notification
 from cronwright.runner import Runner
 from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Store, Write
 from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
 
-# How many due jobs one read of the store takes beyond the free slots, once a pass is settling jobs
-# (skips and expiries) rather than firing them.
-DUE_CHUNK = 64
+# How many due jobs one read of the store takes beyond the free slots, once a pass is settling jobs.
+DUE_CHUNK = planner.DUE_CHUNK
 # How long a tick lingers after a run ends, so that runs ending together are recorded together.
 GROUP_COMMIT_WINDOW = 0.005
 # The least a node sleeps when a peer's lease is due, so that an overdue one never spins the loop.
@@ -75,7 +76,7 @@ AUDIT_PRUNE_EVERY = timedelta(hours=1)
 
 
 # The attempts of one job that ended, and the one decision that records them all.
-Decided = tuple[list[Finished], engine.Decision]
+Decided = planner.Decided
 
 
 @dataclass(slots=True)
@@ -331,8 +332,8 @@ class Node:
         settling = False
         self._left_to_peer = False
         while True:
-            free = max(self.settings.max_concurrency - self.runs.in_flight() + len(unrecorded), 0)
-            limit = free if free and not settling else free + DUE_CHUNK
+            free = planner.free_slots(self.settings.max_concurrency, self.runs.in_flight(), len(unrecorded))
+            limit = planner.read_limit(free, settling)
             try:
                 due = self.store.due(now, limit)
             except Exception:
@@ -341,15 +342,10 @@ class Node:
                 raise
             batch = [job for job in due if job.id not in seen]
             seen.update(job.id for job in batch)
-            batch_by_id = {job.id: job for job in batch}
-            decisions = [engine.tend(job, now, self.rules) for job in batch]
-            self._left_to_peer |= any(engine.held_elsewhere(job, self.rules) for job in batch)
-            # A job with nothing to do here (it woke for a lifetime check that is not yet due) is left alone.
-            settled = [d for d in decisions if d.fire is None and (d.job != batch_by_id[d.job.id] or d.runs)]
-            firing = [d for d in decisions if d.fire is not None]
-            claims = firing[:free]
-            settled = [self._late(d, now) for d in settled]
-            self._wait_for_slots(firing[free:], claims)
+            plan = planner.plan_due(batch, now, self.rules, free, self._waiting)
+            self._left_to_peer |= plan.left_to_peer
+            self._wait_for_slots(plan)
+            settled, claims = plan.settled, plan.claims
             kept = [d for _, d in finishing] + settled
             runs = finish_runs + [run for d in settled for run in d.runs]
             notes = self._notes([*kept, *claims])
@@ -378,20 +374,16 @@ class Node:
             self.runs.freed(unrecorded)
             self._track_runs()
             finishing, finish_runs, unrecorded = [], [], []
-            report.skipped += sum(e.fields.get("count", 0) for d in settled for e in d.events)
+            report.skipped += plan.skipped
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
                 if self._won(outcome):
                     self._emit(decision)
-                    report.skipped += sum(e.fields.get("count", 0) for e in decision.events)
+                    report.skipped += planner.skipped(decision)
                     assert decision.fire is not None
                     self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
-            out_of_slots = len(claims) < len(firing) or (free > 0 and len(claims) == free)
-            # A read of nothing new that wrote nothing would read the same again. One that wrote (the
-            # rows of runs that just finished were still due, and came first) reads on past them.
-            stuck = not batch and not written
-            if len(due) < limit or out_of_slots or stuck:
+            if not planner.reads_on(len(due), limit, len(batch), plan, free, bool(written)):
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
             settling = True
 
@@ -408,25 +400,12 @@ class Node:
         if notes and self.on_notes is not None:
             self.on_notes()
 
-    def _wait_for_slots(self, waiting: list[engine.Decision], started: list[engine.Decision]) -> None:
+    def _wait_for_slots(self, plan: planner.DuePlan) -> None:
         """Remembers the due occurrences that found no free slot, until one starts or is skipped."""
-        for decision in waiting:
-            assert decision.fire is not None
-            self._waiting.setdefault(decision.job.id, decision.fire.scheduled_for)
-        for decision in started:
-            self._waiting.pop(decision.job.id, None)
-
-    def _late(self, decision: engine.Decision, now: datetime) -> engine.Decision:
-        """A misfire skip of an occurrence that waited for a slot past its grace is `late`, not `missed`:
-        the node was up, and every slot was busy (semantic 38)."""
-        due = self._waiting.pop(decision.job.id, None)
-        if due is None or not any(a.transition is Transition.MISSED for a in decision.alerts):
-            return decision
-        alerts = tuple(
-            detect.late(decision.job, due, now) if alert.transition is Transition.MISSED else alert
-            for alert in decision.alerts
-        )
-        return engine.Decision(decision.job, decision.fire, decision.runs, decision.events, alerts)
+        for job_id in plan.forget:
+            self._waiting.pop(job_id, None)
+        for job_id, due in plan.remember:
+            self._waiting.setdefault(job_id, due)
 
     def _write(self, decisions: list[engine.Decision]) -> list[Write]:
         """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
@@ -481,9 +460,6 @@ class Node:
 
         `held`: decided on the jobs as this node claimed them, where it holds them; else read afresh.
         """
-        decided: list[Decided] = []
-        by_job: dict[int, int] = {}  # a job's index in `decided`
-        runs: list[Run] = []
         known: dict[int, Job] = {}
         if held and self.store.persistence is not Persistence.DEGRADED:
             unreadable_before = self.store.unreadable  # such a row is read again, to see it repaired
@@ -499,28 +475,13 @@ class Node:
                 del known[job_id]
         unread = list(dict.fromkeys(o.job_id for o, _ in done if o.job_id not in known))
         stored = {**(self.store.get_many(unread) if unread else {}), **known}
-        unreadable = self.store.unreadable
-        for occurrence, result in done:
-            if occurrence.job_id in unreadable:
-                # Its row cannot be read (edited by hand): it is not gone, so this is no deleted job's
-                # run. The outcome waits, its slot held, until the row can be read again.
-                self.runs.requeue([(occurrence, result)])
-                continue
-            index = by_job.get(occurrence.job_id)
-            base = stored.get(occurrence.job_id) if index is None else decided[index][1].job
-            decision = engine.finish(base, occurrence, result, now, self.rules)
-            if decision is None:
-                runs.append(engine.run_of(occurrence, result, now, self.id))
-                self.runs.recorded(occurrence)  # a deleted job's run is history only
-                continue
-            runs.extend(decision.runs)
-            if index is None:
-                by_job[occurrence.job_id] = len(decided)
-                decided.append(([(occurrence, result)], decision))
-            else:
-                ended, before = decided[index]
-                decided[index] = ([*ended, (occurrence, result)], before.then(decision))
-        return decided, runs
+        plan = planner.plan_finished(done, stored, self.store.unreadable, now, self.rules)
+        # An unreadable row is not gone, so its outcome is no deleted job's run: it waits, its slot
+        # held, until the row can be read again.
+        self.runs.requeue(plan.requeue)
+        for occurrence, _ in plan.gone:
+            self.runs.recorded(occurrence)  # a deleted job's run is history only
+        return plan.decided, plan.runs
 
     def _record(self, done: list[Finished], now: datetime, with_runs: bool) -> list[Finished]:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
