@@ -36,7 +36,7 @@ def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mappin
     if plain and certainly_valid(schema, values):
         return
     if validator is None:
-        validator = _validator(schema)
+        validator = _validator(schema, plain)
     problems = sorted(validator.iter_errors(values), key=lambda error: list(error.absolute_path))
     if problems:
         details = [detail for error in problems for detail in _details(error)][:20]
@@ -64,11 +64,12 @@ def _checker(schema: Mapping[str, Any]) -> tuple[bool, jsonschema.protocols.Vali
     return plain, None
 
 
-def _validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+def _validator(schema: Mapping[str, Any], plain: bool) -> jsonschema.protocols.Validator:
+    """`schema`'s validator, remembered beside what `_checker` found of it (`plain`)."""
     import jsonschema  # here, not at the top: see plainschema.py
 
     validator = jsonschema.Draft202012Validator(schema)
-    _remember(schema, is_plain_schema(schema), validator)
+    _remember(schema, plain, validator)
     return validator
 
 
