@@ -745,6 +745,11 @@ class Node:
         fails here is left to the pass, which beats as it starts since its beat is still due.
         """
         sleep = self.seconds_until_next_pass()
+        if self.runs.in_flight():
+            # The keeper beats on its own timer while runs are in flight (semantic 30), and the wait is
+            # capped by the beat itself: taken ahead here, a beat (a durable write, then a reconcile
+            # read) came before every pass of a busy node, one per finished run, not one per beat.
+            return sleep
         if sleep >= self.settings.lease_beat.total_seconds() or self._lease.seconds_to_next_beat() > sleep:
             return sleep
         with self._lock:

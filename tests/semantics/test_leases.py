@@ -200,3 +200,22 @@ def test_the_node_sleeps_until_the_due_instant_not_that_plus_the_time_its_reads_
     clock.set(at("2026-03-02T09:59:59+01:00"))
     sleep = harness.node.seconds_until_next_pass()
     assert clock.now() + timedelta(seconds=sleep) == at("2026-03-02T10:00:00+01:00")
+
+
+def test_a_busy_node_takes_no_beat_before_it_waits_for_a_run_to_end(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    """Its keeper beats on its own timer while runs are in flight. Taken ahead, a beat (a durable write
+    and a reconcile read) came before the pass that follows every run's end: the wait is capped by the
+    beat itself, so "the next pass comes within a beat" always held, by the time the reads took."""
+    store = SlowNextWake(SqliteStore(tmp_path / "cronwright.db"), clock)
+    harness = make_harness(store, clock)  # type: ignore[arg-type]
+    gate = in_flight(harness)
+    beaten = beat_of(harness, harness.node.id)
+    clock.advance(timedelta(seconds=1))  # a second into the run: the next beat falls due in the wait
+
+    sleep = harness.node.until_next_pass()
+    assert 0 < sleep < harness.node.settings.lease_beat.total_seconds()
+    assert beat_of(harness, harness.node.id) == beaten, "no beat taken ahead"
+    gate.set()
+    harness.node.wait_for_runs()
