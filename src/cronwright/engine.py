@@ -629,7 +629,8 @@ def _conclude(job: Job, flight: InFlight, outcome: Outcome, now: datetime) -> De
     if outcome is Outcome.CANCELLED:
         return settled  # the policy stopped it: neither a failure nor a recovery
     alerts = detect.occurrence_ended(job, settled.job, outcome.failed, now, flight)
-    return replace(settled, alerts=settled.alerts + alerts)
+    # Most occurrences make no transition: no copy for them (dataclasses.replace runs __init__).
+    return replace(settled, alerts=settled.alerts + alerts) if alerts else settled
 
 
 def _settle(job: Job, flight: InFlight, outcome: Outcome, now: datetime) -> Decision:

@@ -129,8 +129,22 @@ class _StartFailed(Exception):
         self.finished = finished
 
 
+def _encode(request: Mapping[str, Any]) -> bytes:
+    """A call as its protocol line (the node's side): orjson writes it several times faster than the
+    standard library, on every run; the standard library writes what orjson refuses (an integer past 64
+    bits among the args). Imported here, not at the top: this module is also the worker's `__main__`,
+    whose interpreter (a target's own) need not have orjson."""
+    import orjson
+
+    try:
+        return orjson.dumps(request)
+    except TypeError:
+        return json.dumps(request).encode()
+
+
 def _message(line: bytes) -> dict[str, Any]:
-    """One protocol line as its object; _Died on anything else."""
+    """One protocol line as its object; _Died on anything else. (The standard library reads it: orjson
+    would turn an integer past 64 bits, in the schema of a ready line's actions, into a float.)"""
     try:
         message = json.loads(line)
     except ValueError:
@@ -202,7 +216,7 @@ class _Worker:
         deadline = time.monotonic() + call.timeout
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.write(_encode(request) + b"\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             self.kill()
