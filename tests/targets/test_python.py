@@ -43,6 +43,10 @@ ACTIONS = """
         }
 
     @cronwright.action
+    def echo(value: int) -> str:
+        return str(value)
+
+    @cronwright.action
     def fail(reason: str = "the report database is down") -> None:
         raise RuntimeError(reason)
 
@@ -119,6 +123,13 @@ def test_a_python_action_gets_its_args_and_its_return_value_is_the_message(
     assert "greeting Ada\n" in result.output
     assert "INFO cronwright.action.greet: fire fire-1 attempt 1" in result.output
     assert result.took_ms >= 0
+
+
+def test_an_integer_past_64_bits_reaches_the_action_whole(python: tuple[Registry, TargetRunner]) -> None:
+    """The call's line is written by orjson, which refuses such an integer: the standard library writes it."""
+    _, runner = python
+    result = run(runner, "echo", {"value": 2**70 + 1})
+    assert (result.outcome, result.message) == (Outcome.OK, str(2**70 + 1))
 
 
 def test_the_context_carries_the_occurrence_and_the_worker_is_isolated(
