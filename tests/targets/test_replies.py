@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -49,16 +50,25 @@ class Pipe:
         os.close(self.read)
 
 
-@pytest.fixture(params=[True, False], ids=["epoll", "poll"])
-def replies(request: pytest.FixtureRequest) -> Iterator[Replies]:
-    if request.param and not hasattr(__import__("select"), "epoll"):
+def made(epoll: bool) -> Iterator[Replies]:
+    if epoll and not hasattr(__import__("select"), "epoll"):
         pytest.skip("no epoll here")
-    made = Replies(epoll=request.param)
-    yield made
-    made.close()
+    replies = Replies(epoll=epoll)
+    yield replies
+    replies.close()
     for thread in threading.enumerate():  # it ends once its watches have (the pipes fixture ends them)
         if thread.name == "cronwright-replies":
             thread.join(10)
+
+
+@pytest.fixture(params=[True, False], ids=["epoll", "poll"])
+def replies(request: pytest.FixtureRequest) -> Iterator[Replies]:
+    yield from made(request.param)
+
+
+@pytest.fixture
+def on_epoll() -> Iterator[Replies]:
+    yield from made(epoll=True)
 
 
 @pytest.fixture
@@ -126,3 +136,67 @@ def test_a_pipe_that_closes_is_a_death(replies: Replies, pipes: list[Pipe]) -> N
     os.close(pipe.write)
 
     assert pipe.outcome() == "died"
+
+
+def counting_wakes(replies: Replies) -> list[int]:
+    """Counts the wake-ups `watch` writes to the thread's pipe."""
+    wakes: list[int] = []
+    wake = replies._wake
+
+    def counted() -> None:
+        wakes.append(1)
+        wake()
+
+    replies._wake = counted  # type: ignore[method-assign]
+    return wakes
+
+
+def test_a_watch_soon_after_the_last_call_ended_needs_no_wake_up(
+    on_epoll: Replies, pipes: list[Pipe]
+) -> None:
+    """For a while after its last call ends the thread waits on a clock, so the next call (the next run
+    of a busy node) is seen by its epoll_wait without a write, a context switch and a GIL hand-off."""
+    replies = on_epoll
+    first, second = Pipe(), Pipe()
+    pipes.extend([first, second])
+    replies.watch(first, far(), first.end)
+    os.write(first.write, b'{"n": 1}')
+    assert first.outcome() == {"n": 1}
+
+    wakes = counting_wakes(replies)
+    replies.watch(second, far(), second.end)
+    os.write(second.write, b'{"n": 2}')
+    assert second.outcome() == {"n": 2}
+    assert wakes == []
+
+
+def test_a_deadline_before_the_linger_ends_still_wakes_the_thread(
+    on_epoll: Replies, pipes: list[Pipe]
+) -> None:
+    replies = on_epoll
+    first, overdue = Pipe(), Pipe()
+    pipes.extend([first, overdue])
+    replies.watch(first, far(), first.end)
+    os.write(first.write, b'{"n": 1}')
+    assert first.outcome() == {"n": 1}
+
+    wakes = counting_wakes(replies)
+    replies.watch(overdue, time.monotonic() - 1, overdue.end)
+    assert overdue.outcome() == "late"
+    assert wakes == [1]
+
+
+def test_after_the_linger_the_thread_sleeps_without_a_timeout(on_epoll: Replies, pipes: list[Pipe]) -> None:
+    """Semantic 25: an idle node's reply thread wakes once after its last call, then never."""
+    replies = on_epoll
+    pipe = Pipe()
+    pipes.append(pipe)
+    replies.watch(pipe, far(), pipe.end)
+    os.write(pipe.write, b'{"n": 1}')
+    assert pipe.outcome() == {"n": 1}
+    for _ in range(10_000):
+        if replies._waits_until == math.inf:
+            break
+        time.sleep(0.001)  # a condition to wait for, not time to pass
+    assert replies._waits_until == math.inf
+    asleep_in_its_wait()
