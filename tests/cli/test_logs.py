@@ -6,9 +6,10 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import subprocess
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from cronwright.events import Event, EventKind
@@ -124,3 +125,34 @@ def test_the_pure_engine_imports_no_prometheus_client() -> None:
     probe = "import sys, cronwright.engine, cronwright.events; print('prometheus_client' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "False"), done
+
+
+def test_a_line_time_is_the_instant_in_the_zone_across_transitions_and_rounding() -> None:
+    # JsonLines keeps the text of the last second: every line must still read as the datetime conversion
+    # writes it, through a change of offset (both ways) and of zone, and through fractions that round up
+    # to the next millisecond or (the last float before a whole second) to the next second.
+    transitions = ("2026-03-29T01:00:00+00:00", "2026-10-25T01:00:00+00:00", "2026-03-08T05:30:00+00:00")
+    made = record("x")
+    for name in ("Europe/Berlin", "America/St_Johns", "UTC"):
+        zone, formatter = ZoneInfo(name), JsonLines(ZoneInfo(name))
+        for transition in transitions:
+            start = int(datetime.fromisoformat(transition).timestamp())
+            for second in range(start - 2, start + 3):
+                for created in (second, second + 0.0004995, second + 0.2505, math.nextafter(second, 0)):
+                    made.created = created
+                    expected = datetime.fromtimestamp(made.created, UTC).astimezone(zone)
+                    line = json.loads(formatter.format(made))
+                    assert line["time"] == expected.isoformat(timespec="milliseconds"), (name, made.created)
+    # The same second in another zone: its own offset.
+    made.created = datetime.fromisoformat("2026-03-02T09:00:00+00:00").timestamp()
+    times = [json.loads(JsonLines(ZoneInfo(name)).format(made))["time"] for name in ("UTC", "Asia/Kolkata")]
+    assert times == ["2026-03-02T09:00:00.000+00:00", "2026-03-02T14:30:00.000+05:30"]
+
+
+def test_a_line_orjson_refuses_is_still_written() -> None:
+    # Past 64 bits, a key that is not a string, a lone surrogate: the standard library writes those.
+    formatter = JsonLines(ZoneInfo("Europe/Berlin"))
+    for value, read in ((2**70, 2**70), ({1: "a"}, {"1": "a"}), ("\ud800", "\ud800")):
+        fields = {"event": "job_run", "value": value, "due": datetime(2026, 3, 2, 9, tzinfo=UTC)}
+        line = json.loads(formatter.format(record("x", fields=fields)))
+        assert (line["value"], line["due"]) == (read, "2026-03-02T10:00:00+01:00")
