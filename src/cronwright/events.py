@@ -40,7 +40,9 @@ class Event:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"event": self.kind.value, "job_id": self.job_id, "job": self.job_name, **self.fields}
+        # `_value_`, the member's value as stored: `.value` goes through enum's property, and was half the
+        # cost of this dict, built for every event a node logs.
+        return {"event": self.kind._value_, "job_id": self.job_id, "job": self.job_name, **self.fields}
 
 
 class EventSink(Protocol):
