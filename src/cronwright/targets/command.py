@@ -163,10 +163,8 @@ class CommandExecutor:
     def _run(
         self, argv: list[str], target: TargetSpec, call: Call, stdout: Capture, stderr: Capture
     ) -> Finished:
-        with tempfile.TemporaryFile() as stdin:
-            # A file, not a pipe: a command that never reads stdin cannot block the write of the envelope.
-            stdin.write(json.dumps(call.envelope, ensure_ascii=False).encode())
-            stdin.seek(0)
+        stdin = _stdin_holding(json.dumps(call.envelope, ensure_ascii=False).encode())
+        try:
             if self._closed:
                 return Finished("interrupted", "the node is shutting down")
             # Started outside the lock, so that many runs start side by side; one that `close` missed
@@ -188,10 +186,10 @@ class CommandExecutor:
                 if self._closed:
                     self._interrupted.add(proc.pid)
                     kill_group(proc)
+        finally:
+            os.close(stdin)
         # Overlap replace stops the whole group, as the deadline does, and the attempt ends cancelled.
         call.stop.hook(lambda: kill_group(proc))
-        stdout.started()
-        stderr.started()
         try:
             late = self._wait(proc, call)
         finally:
@@ -217,6 +215,28 @@ class CommandExecutor:
         call.stop.hook(None)
         proc.wait()
         return True
+
+
+def _stdin_holding(data: bytes) -> int:
+    """A file holding `data`, read from its start: the command's stdin.
+
+    A file, not a pipe: a command that never reads stdin cannot block the write of the envelope. In memory
+    (memfd) where Linux has it: the envelope is small and already in memory, and a temp file on disk cost
+    several times as much to make, write and drop, for every run.
+    """
+    try:
+        fd = os.memfd_create("cronwright-envelope", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # not Linux
+        fd, path = tempfile.mkstemp(prefix="cronwright-envelope-")
+        os.unlink(path)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _exited_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:

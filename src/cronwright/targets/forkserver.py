@@ -117,7 +117,6 @@ class ForkServer:
             raise ServerFailed("error", f"cannot start a worker: {error}") from error
         finally:
             theirs.close()
-        capture.started()
         self._lock = threading.Lock()  # one fork request at a time: their answers come in order
         self._answers: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._workers: dict[int, Forked] = {}

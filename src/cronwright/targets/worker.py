@@ -90,7 +90,6 @@ def describe(spec: WorkerSpec, timeout: float = _STARTUP_TIMEOUT) -> dict[str, A
         capture.close()
         raise DescribeFailed(f"cannot start {spec.python}: {error.strerror}") from error
     with proc:
-        capture.started()
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -169,7 +168,6 @@ class _Worker:
         except ServerFailed as failed:
             self.capture.close()
             raise _StartFailed(Finished(failed.kind, str(failed), failed.output)) from None
-        self.capture.started()
         try:
             ready = self._read(time.monotonic() + startup_timeout)
         except _Overran:
