@@ -293,6 +293,19 @@ class Job:
         fields_of_copy.update(changes)
         return copy
 
+    @classmethod
+    def stored(cls, **values: Any) -> Job:
+        """A job with exactly these fields (every one of them), as a store's codec reads it from a row.
+
+        Job has no __post_init__, so its __init__ checks nothing: it only sets each field, and a frozen
+        one does so with an object.__setattr__ per field, about as costly as the rest of the read. So
+        the fields go into the __dict__ of a bare instance, as `evolve` does. The codec passes every
+        field by name (its test checks it), so no default is needed and none is missing.
+        """
+        job = object.__new__(cls)
+        job.__dict__.update(values)
+        return job
+
     def wake_at(self) -> datetime | None:
         """The earliest instant at which a scheduling pass could change this job; None while none can.
 
