@@ -133,3 +133,30 @@ def record_lag(kind: str) -> None:
     late = time.time() % 1.0
     with STARTS_LOCK:
         LAGS.setdefault(kind, []).append(late)
+
+
+def run_due_process(path: Path, jobs: int) -> None:
+    """The body of an APScheduler process that runs the `jobs` due in the store at `path` and exits: the
+    peer of a `cronwright tick`, started as a process the way a cron entry or a timer starts one."""
+    from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
+
+    done = threading.Event()
+    count = 0
+    lock = threading.Lock()
+
+    def listener(_: Any) -> None:
+        nonlocal count
+        with lock:
+            count += 1
+            if count == jobs:
+                done.set()
+
+    runner = scheduler(path)
+    runner.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    runner.start()
+    if not done.wait(1800):
+        raise RuntimeError(f"APScheduler ran only {count} of {jobs} jobs")
+    store = runner._jobstores["default"]
+    while store.get_next_run_time() is not None:  # the outcome is durable when the job is gone
+        time.sleep(0.001)
+    runner.shutdown(wait=True)

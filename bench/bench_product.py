@@ -11,6 +11,9 @@ The work: N one-shots due at one instant, each running a trivial action, every o
   its start (interpreter and imports included) to its exit, every run recorded.
 - APScheduler 3.11: BackgroundScheduler, SQLAlchemyJobStore on SQLite, ThreadPoolExecutor(16), resumed
   with the N jobs stored, until every job ran and was removed from its store (its durable change).
+- APScheduler 3.11 as a process, the peer of `tick` timed alike: a fresh interpreter that imports it,
+  starts a scheduler on a store that holds the N jobs already due, and exits when every job ran and was
+  removed; timed from its start to its exit, as the `tick` is.
 
 The actions: python, cronwright's `py.noop` in its warm worker pool (a separate process: isolation)
 against APScheduler calling a no-op function in its thread; command, cronwright's `sh.true` (/bin/true)
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -91,14 +95,44 @@ def peer_round(jobs: int, kind: str, folder: Path) -> float:
     return apscheduler_round(jobs, folder, ACTIONS[kind][2])
 
 
+def peer_process_round(jobs: int, kind: str, folder: Path) -> float:
+    """Seconds of a whole APScheduler process (interpreter start, imports and all) running the N jobs."""
+    db = folder / "aps.db"
+    setup = aps3.scheduler(db)
+    setup.start(paused=True)
+    state = setup.add_job(ACTIONS[kind][2], "date", run_date=utc_now(), id="template").__getstate__()
+    setup.remove_job("template")
+    setup.shutdown(wait=False)
+    aps3.insert_due(db, state, "job-", jobs, utc_now())
+    script = f"import aps3, pathlib; aps3.run_due_process(pathlib.Path({str(db)!r}), {jobs})"
+    began = time.perf_counter()
+    here = Path(__file__).parent
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=here, capture_output=True, text=True, timeout=1800, check=False
+    )
+    seconds = time.perf_counter() - began
+    if done.returncode != 0 or aps3.count_jobs(db) != 0:
+        raise RuntimeError(f"the APScheduler process failed: {done.stderr[-600:]}")
+    return seconds
+
+
+# Per round, in this order, so that a noisy moment hits every side.
+SIDES = (
+    ("serve", serve_round),
+    ("tick", tick_round),
+    ("peer", peer_round),
+    ("peer_process", peer_process_round),
+)
+
+
 def rows(sizes: dict[str, list[int]], rounds: int) -> list[Row]:
     """`sizes` maps an action kind to the Ns to run it at. Per N, per round: serve, tick, APScheduler."""
     found: list[Row] = []
     for kind, counts in sizes.items():
         for jobs in counts:
-            samples: dict[str, list[float]] = {"serve": [], "tick": [], "peer": []}
+            samples: dict[str, list[float]] = {side: [] for side, _ in SIDES}
             for round_no in range(rounds):
-                for side, run in (("serve", serve_round), ("tick", tick_round), ("peer", peer_round)):
+                for side, run in SIDES:
                     with tempfile.TemporaryDirectory(prefix="bench-product-") as folder:
                         samples[side].append(run(jobs, kind, Path(folder)))
                 log(
@@ -123,6 +157,23 @@ def rows(sizes: dict[str, list[int]], rounds: int) -> list[Row]:
                         },
                     )
                 )
+            found.append(
+                Row(
+                    f"`tick`, {kind} action: {jobs:,} one-shots due at once, both sides whole processes",
+                    "firings/s",
+                    "higher",
+                    jobs / median(samples["tick"]),
+                    peer + " as a process",
+                    jobs / median(samples["peer_process"]),
+                    note="interpreter start and imports counted on both sides",
+                    details={
+                        "jobs": jobs,
+                        "rounds": rounds,
+                        "seconds": samples["tick"],
+                        "peer_seconds": samples["peer_process"],
+                    },
+                )
+            )
     return found
 
 
