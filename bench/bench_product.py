@@ -210,13 +210,17 @@ def rss_rows(schedules: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 one-shots, one round")
-    parser.add_argument("--jobs", type=int, nargs="+", help="python action Ns (default 2,000 10,000)")
-    parser.add_argument("--command-jobs", type=int, nargs="*", help="command action Ns (default 2,000)")
+    parser.add_argument(
+        "--jobs", type=int, nargs="*", help="python action Ns (default 2,000 10,000; none: no python rows)"
+    )
+    parser.add_argument(
+        "--command-jobs", type=int, nargs="*", help="command action Ns (default 2,000; none: no command rows)"
+    )
     parser.add_argument("--rounds", type=int)
     options = parser.parse_args()
     quick = options.quick
     sizes: dict[str, Any] = {
-        "python": options.jobs or ([200] if quick else [2_000, 10_000]),
+        "python": options.jobs if options.jobs is not None else [200] if quick else [2_000, 10_000],
         "command": options.command_jobs
         if options.command_jobs is not None
         else ([200] if quick else [2_000]),

@@ -74,11 +74,14 @@ def main() -> None:
     parser.add_argument(
         "--product-jobs",
         type=int,
-        nargs="+",
-        help="the product rows' Ns, python action (default 2,000 10,000; --quick 200)",
+        nargs="*",
+        help="the product rows' Ns, python action (default 2,000 10,000; --quick 200; none: no python rows)",
     )
     parser.add_argument(
-        "--command-jobs", type=int, nargs="*", help="the product rows' Ns, command action (default 2,000)"
+        "--command-jobs",
+        type=int,
+        nargs="*",
+        help="the product rows' Ns, command action (default 2,000; none: no command rows)",
     )
     parser.add_argument("--rss-schedules", type=int, help="the serve RSS row's N (default 1,000,000)")
     parser.add_argument("--rounds", type=int, help="rounds of the product rows (default 3; --quick 1)")
@@ -101,7 +104,9 @@ def main() -> None:
         f"{description['cores']} cores"
     )
     sizes: dict[str, Any] = {
-        "product_python_jobs": options.product_jobs or ([200] if quick else [2_000, 10_000]),
+        "product_python_jobs": (
+            options.product_jobs if options.product_jobs is not None else [200] if quick else [2_000, 10_000]
+        ),
         "product_command_jobs": (
             options.command_jobs if options.command_jobs is not None else [200] if quick else [2_000]
         ),
