@@ -10,9 +10,11 @@ Each side is a process of its own, read from outside (/proc), every thread count
   an hour, in a child process.
 
 Wake-ups are counted from outside: every 100 ms the harness reads the context switches of every thread of
-the process (/proc/PID/task/*/status, voluntary and not), and a wake-up is a 100 ms interval in which they
-grew (a wake that does some work, such as cronwright's once-a-minute pass with its reads and its beat's
-commit, costs several switches within one interval; the raw switches are in the JSON). CPU is the
+the process (/proc/PID/task/*/status, voluntary and not), and a wake-up is a burst of consecutive 100 ms
+intervals in which they grew (a wake that does some work, such as cronwright's once-a-minute pass with its
+reads and its beat's commit, costs several switches, and those may straddle the edge of two intervals: it
+is one wake-up still). The JSON has the raw switches and the intervals with switches (`active_intervals`,
+what this row counted as wake-ups up to wave 2 session 6). CPU is the
 process's user + system time. The serve's python worker is a process of its own; its switches are in the
 JSON (`worker_switches`).
 
@@ -103,6 +105,7 @@ class Watched:
     cpu: float = 0.0
     workers: dict[int, int] = field(default_factory=dict)
     wakeups: int = 0
+    active_intervals: int = 0
     _closing: threading.Event = field(default_factory=threading.Event)
     _sampler: threading.Thread | None = None
 
@@ -114,15 +117,17 @@ class Watched:
         self._sampler.start()
 
     def _sample(self) -> None:
-        last = self.switches
+        last, active = self.switches, False
         while not self._closing.wait(SAMPLE):
             try:
                 now = switches(self.pid)
             except OSError:
                 return
             if now != last:
-                self.wakeups += 1
-            last = now
+                self.active_intervals += 1
+                if not active:  # a burst's first interval: one wake-up, however many intervals it spans
+                    self.wakeups += 1
+            active, last = now != last, now
 
     def close(self) -> dict[str, float]:
         self._closing.set()
@@ -134,6 +139,7 @@ class Watched:
         return {
             "window_s": window,
             "wakeups": self.wakeups,
+            "active_intervals": self.active_intervals,
             "switches": spent,
             "cpu_s": used,
             "worker_switches": workers,
@@ -199,6 +205,7 @@ class IdleSet:
         result = []
         for name, ours in found.items():
             window = f"{ours['window_s']:.0f}s window"
+            intervals = ours["active_intervals"] * 60 / ours["window_s"]
             store = name.split(", ")[1]
             result.append(
                 Row(
@@ -208,6 +215,7 @@ class IdleSet:
                     ours["wakeups_per_minute"],
                     "APScheduler 3.11 (SQLite)",
                     theirs["wakeups_per_minute"],
+                    note=f"{intervals:.3g} 100 ms intervals/min with switches",
                     details={"cronwright": ours, "peer": theirs},
                 )
             )
