@@ -135,28 +135,46 @@ def record_lag(kind: str) -> None:
         LAGS.setdefault(kind, []).append(late)
 
 
+class Finishing:
+    """Counts the jobs `runner` ends (run, failed or missed); `wait` returns once `jobs` have ended and
+    each is gone from the job store (APScheduler's durable change: it keeps no outcome)."""
+
+    def __init__(self, runner: BackgroundScheduler, jobs: int) -> None:
+        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
+
+        self.runner, self.jobs, self.count = runner, jobs, 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        runner.add_listener(self._ended, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+
+    def _ended(self, _: Any) -> None:
+        with self._lock:
+            self.count += 1
+            if self.count == self.jobs:
+                self._done.set()
+
+    def wait(self, timeout: float = 1800) -> None:
+        if not self._done.wait(timeout):
+            raise RuntimeError(f"APScheduler ran only {self.count} of {self.jobs} jobs")
+        store = self.runner._jobstores["default"]
+        while store.get_next_run_time() is not None:
+            time.sleep(0.001)
+
+
+def template_state(runner: BackgroundScheduler, function: Any, due: datetime) -> dict[str, Any]:
+    """The stored state of a date job of `function` due at `due`, made through the API and removed: what
+    `insert_due` copies. `runner` must be started (paused, so that the job cannot run)."""
+    template = runner.add_job(function, "date", run_date=due, id="template")
+    state: dict[str, Any] = template.__getstate__()
+    runner.remove_job("template")
+    return state
+
+
 def run_due_process(path: Path, jobs: int) -> None:
     """The body of an APScheduler process that runs the `jobs` due in the store at `path` and exits: the
     peer of a `cronwright tick`, started as a process the way a cron entry or a timer starts one."""
-    from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
-
-    done = threading.Event()
-    count = 0
-    lock = threading.Lock()
-
-    def listener(_: Any) -> None:
-        nonlocal count
-        with lock:
-            count += 1
-            if count == jobs:
-                done.set()
-
     runner = scheduler(path)
-    runner.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    finishing = Finishing(runner, jobs)
     runner.start()
-    if not done.wait(1800):
-        raise RuntimeError(f"APScheduler ran only {count} of {jobs} jobs")
-    store = runner._jobstores["default"]
-    while store.get_next_run_time() is not None:  # the outcome is durable when the job is gone
-        time.sleep(0.001)
+    finishing.wait()
     runner.shutdown(wait=True)

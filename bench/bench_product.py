@@ -100,8 +100,7 @@ def peer_process_round(jobs: int, kind: str, folder: Path) -> float:
     db = folder / "aps.db"
     setup = aps3.scheduler(db)
     setup.start(paused=True)
-    state = setup.add_job(ACTIONS[kind][2], "date", run_date=utc_now(), id="template").__getstate__()
-    setup.remove_job("template")
+    state = aps3.template_state(setup, ACTIONS[kind][2], utc_now())
     setup.shutdown(wait=False)
     aps3.insert_due(db, state, "job-", jobs, utc_now())
     script = f"import aps3, pathlib; aps3.run_due_process(pathlib.Path({str(db)!r}), {jobs})"

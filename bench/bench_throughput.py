@@ -76,38 +76,17 @@ def cronwright_round(jobs: int, folder: Path) -> float:
 def apscheduler_round(jobs: int, folder: Path, function: Callable[..., None] = aps3.noop) -> float:
     """Seconds from the due instant until APScheduler has run every job (`function`, in its thread pool)
     and removed it from its store."""
-    from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
-
-    done = threading.Event()
-    count = 0
-    lock = threading.Lock()
-
-    def listener(event: Any) -> None:
-        nonlocal count
-        with lock:
-            count += 1
-            if count == jobs:
-                done.set()
-
     scheduler = aps3.scheduler(folder / "aps.db")
-    scheduler.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    finishing = aps3.Finishing(scheduler, jobs)
     scheduler.start(paused=True)
     # Paused, so every job is stored before any runs; all are due by the time the scheduler resumes,
     # as the cronwright round's are at its first pass. One job is added through the API; the N are its
     # copies, written in one transaction (add_job commits each, ~10 ms apiece: setup, not the round).
     due = datetime.now(UTC)
-    template = scheduler.add_job(function, "date", run_date=due, id="template")
-    state = template.__getstate__()
-    scheduler.remove_job("template")
-    aps3.insert_due(folder / "aps.db", state, "job-", jobs, due)
-    store = scheduler._jobstores["default"]
+    aps3.insert_due(folder / "aps.db", aps3.template_state(scheduler, function, due), "job-", jobs, due)
     started = time.perf_counter()
     scheduler.resume()
-    if not done.wait(1800):
-        raise RuntimeError(f"APScheduler ran only {count} of {jobs} jobs")
-    # The outcome is durable when the one-shot is gone from the job store.
-    while store.get_next_run_time() is not None:
-        time.sleep(0.001)
+    finishing.wait()
     elapsed = time.perf_counter() - started
     scheduler.shutdown(wait=True)
     return elapsed
