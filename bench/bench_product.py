@@ -104,8 +104,8 @@ def peer_process_round(jobs: int, kind: str, folder: Path) -> float:
     setup.shutdown(wait=False)
     aps3.insert_due(db, state, "job-", jobs, utc_now())
     script = f"import aps3, pathlib; aps3.run_due_process(pathlib.Path({str(db)!r}), {jobs})"
-    began = time.perf_counter()
     here = Path(__file__).parent
+    began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=here, capture_output=True, text=True, timeout=1800, check=False
     )
@@ -125,7 +125,8 @@ SIDES = (
 
 
 def rows(sizes: dict[str, list[int]], rounds: int) -> list[Row]:
-    """`sizes` maps an action kind to the Ns to run it at. Per N, per round: serve, tick, APScheduler."""
+    """`sizes` maps an action kind to the Ns to run it at. Per N, per round: serve, tick, APScheduler resumed, APScheduler
+    as a whole process (the peer of `tick` timed alike)."""
     found: list[Row] = []
     for kind, counts in sizes.items():
         for jobs in counts:
