@@ -125,8 +125,8 @@ SIDES = (
 
 
 def rows(sizes: dict[str, list[int]], rounds: int) -> list[Row]:
-    """`sizes` maps an action kind to the Ns to run it at. Per N, per round: serve, tick, APScheduler resumed, APScheduler
-    as a whole process (the peer of `tick` timed alike)."""
+    """`sizes` maps an action kind to the Ns to run it at. Per N, per round: serve, tick, APScheduler
+    resumed, APScheduler as a whole process (the peer of `tick` timed alike)."""
     found: list[Row] = []
     for kind, counts in sizes.items():
         for jobs in counts:
