@@ -4,7 +4,9 @@ is a child of the tick process (never the tick process itself), and nothing of t
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 from .blackbox import TIMEOUT, Cronwright, alive, children, wait_for
 
@@ -50,3 +52,26 @@ def test_a_ticks_python_runs_are_forked_workers_of_its_fork_server_and_none_outl
     assert server in servers and server != tick.pid
     for pid in (server, *(worker["pid"] for worker in seen)):
         assert not alive(pid), f"process {pid} outlived the tick"
+
+
+def _servers_in(folder: Path) -> list[int]:
+    """Live fork servers started for a target of this folder's config (their working directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            here = os.readlink(entry / "cwd")
+        except (OSError, ValueError):
+            continue  # not a process, one of another user, or it ended while being read
+        if b"cronwright.targets.forkserver" in command and here == str(folder) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_tick_with_nothing_due_ends_and_leaves_no_fork_server_behind(cw: Cronwright) -> None:
+    # A tick starts its python targets' fork servers while it boots, before it knows whether anything
+    # is due, and waits for none of them: with nothing due, each one still ends with it.
+    cw.add_python_target(ACTIONS)
+    for _ in range(3):
+        assert cw.json("tick")["fired"] == 0
+    wait_for("the fork servers to end", lambda: not _servers_in(cw.folder), timeout=TIMEOUT)

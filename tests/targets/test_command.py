@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -64,6 +65,19 @@ def test_scheduled_for_is_the_exact_due_instant_with_its_fraction_of_a_second(
     seen = json.loads(record.read_text())
     assert seen["stdin"]["cron"]["scheduled_for"] == "2026-03-02T09:00:00.481700+01:00"
     assert seen["env"]["CRONWRIGHT_SCHEDULED_FOR"] == "2026-03-02T09:00:00.481700+01:00"
+
+
+def test_the_envelope_tells_apart_the_two_copies_of_a_repeated_hour(make_runner: MakeRunner) -> None:
+    # 02:30 on 25 October 2026 happens twice in Berlin. As datetimes of that zone the two copies, fold 0
+    # and fold 1, compare equal; the envelope (whose renderings a busy node remembers) must give each its
+    # own offset, whichever comes first.
+    _, runner = make_runner({"cmd": command(RECORD)})
+    berlin = ZoneInfo("Europe/Berlin")
+    first = datetime(2026, 10, 25, 2, 30, tzinfo=berlin, fold=0)
+    second = datetime(2026, 10, 25, 2, 30, tzinfo=berlin, fold=1)
+    for due, shown in ((first, "02:30:00+02:00"), (second, "02:30:00+01:00"), (first, "02:30:00+02:00")):
+        cron = runner.envelope(job("cmd", "go"), Occurrence(7, "f", due, 1, due))["cron"]
+        assert cron["scheduled_for"] == cron["nominal"] == cron["fired_at"] == f"2026-10-25T{shown}"
 
 
 def test_args_reach_the_command_literally_never_through_a_shell(

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -123,6 +124,50 @@ def test_closing_the_pool_ends_its_server_and_workers(
     runner.close()
     for pid in (seen[0]["ppid"], *(worker["pid"] for worker in seen)):
         assert not alive(pid), pid
+
+
+def _servers_of(pid: int) -> list[int]:
+    """The live fork servers whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # it ended while being read
+        if parent == pid and b"cronwright.targets.forkserver" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_prestarted_server_starts_no_worker_and_forks_the_first_run_s(
+    make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = _runner(make_runner, tmp_path, monkeypatch, pool=Pool())
+    before = set(_servers_of(os.getpid()))
+    runner.pool.prestart(runner.registry.python_workers()[0])
+    wait_for(lambda: len(set(_servers_of(os.getpid())) - before) == 1)
+    [server] = set(_servers_of(os.getpid())) - before
+    # Only the server: no worker has imported the target module (describe's one-off worker did, at boot).
+    assert len(list((tmp_path / "marks").glob("imported.*"))) == 1
+    assert _family(runner.run(job("fam", "family"), occurrence()))["ppid"] == server
+
+
+def test_a_pool_closed_while_its_prestarted_server_starts_leaves_no_server_behind(
+    make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = _runner(make_runner, tmp_path, monkeypatch, pool=Pool())
+    before = set(_servers_of(os.getpid()))
+    runner.pool.prestart(runner.registry.python_workers()[0])
+    # Closed as soon as the server's process exists, while its interpreter still starts (tens of ms):
+    # it comes up after the close, and the thread that started it ends it. (Under load it may be up
+    # first; then the close ends it. Either way none is left.)
+    wait_for(lambda: bool(set(_servers_of(os.getpid())) - before))
+    runner.close()
+    wait_for(lambda: not any(t.name == "cronwright-forkserver-start" for t in threading.enumerate()))
+    assert not set(_servers_of(os.getpid())) - before
 
 
 NODE_THAT_DIES = """

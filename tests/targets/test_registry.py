@@ -11,7 +11,7 @@ import pytest
 
 from cronwright.errors import ArgsInvalid, ConfigError, TargetNotAllowed
 from cronwright.targets import registry as registry_module
-from cronwright.targets.registry import build_registry
+from cronwright.targets.registry import build_registry, worker_specs
 
 from .conftest import config, write_module
 
@@ -291,3 +291,20 @@ def test_relative_paths_are_read_from_the_config_files_folder(
 
     registry = build_registry(load(str(tmp_path / "site" / "cronwright.toml")), cache_dir=tmp_path / "cache")
     assert registry.describe()[0]["target"] == "reports"
+
+
+def test_worker_specs_are_the_registry_s_own_without_describing_a_module(tmp_path: Path) -> None:
+    # A tick starts its fork servers from these before the registry is built: they must be the very
+    # specs the registry's runs ask the pool for, or the servers started early would go unused.
+    write_module(
+        tmp_path / "scripts", "acts", "import cronwright\n\n@cronwright.action\ndef go() -> None: ...\n"
+    )
+    targets = {
+        "py": {"kind": "python", "module": "acts", "path": ["scripts"], "env": ["HOME"]},
+        "sh": {"kind": "command", "actions": {"go": {"argv": ["/bin/true"]}}},
+    }
+    specs = worker_specs(config(targets), base_dir=tmp_path)
+    registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
+    assert specs == registry.python_workers() and len(specs) == 1
+    with pytest.raises(ConfigError, match="not a directory"):
+        worker_specs(config({"py": {**targets["py"], "path": ["nowhere"]}}), base_dir=tmp_path)

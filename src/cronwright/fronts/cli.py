@@ -79,7 +79,7 @@ class Runtime:
         """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do; `serving`
         is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node."""
         if self._app is None:
-            from cronwright.targets.registry import build_registry
+            from cronwright.targets.registry import build_registry, worker_specs
             from cronwright.targets.runner import TargetRunner
             from cronwright.targets.secrets import Secrets
             from cronwright.targets.worker import Pool
@@ -88,10 +88,16 @@ class Runtime:
             if config.path is None and not self.store_unused:
                 self._say_defaults(config)
             try:
-                registry = build_registry(config)
                 # As many idle workers as runs may be in flight: a burst that ends together must not see
                 # all but a few workers killed, only to start them again for the next firings.
                 pool = Pool(max_idle=config.node.max_concurrency, spare=serving)
+                if boot and not serving:
+                    # A tick: its python targets' fork servers start while it describes their modules,
+                    # boots and reads what is due, not at its first run (serve warms a worker of each
+                    # once it listens).
+                    for spec in worker_specs(config):
+                        pool.prestart(spec)
+                registry = build_registry(config)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
                 from cronwright.app import build
 

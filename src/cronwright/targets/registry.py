@@ -175,6 +175,18 @@ def build_registry(config: Config, cache_dir: Path | None = None, base_dir: Path
     return registry
 
 
+def worker_specs(config: Config, base_dir: Path | None = None) -> list[WorkerSpec]:
+    """How the workers of each python target start, as `build_registry` makes them, without describing
+    any module: what a process that boots needs to start their fork servers at once. ConfigError as
+    `build_registry` raises it for a bad module or path."""
+    base = base_dir or config_dir(config)
+    return [
+        _worker_spec(f"[targets.{name}]", target, base)
+        for name, target in config.targets.items()
+        if target.kind == "python"
+    ]
+
+
 def config_dir(config: Config) -> Path:
     """Where relative paths in the config start: the config file's directory, else the working directory."""
     return config.folder

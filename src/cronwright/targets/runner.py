@@ -11,6 +11,7 @@ test that moves a manual clock never makes a run late.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -190,10 +191,10 @@ class TargetRunner:
             "cron": {
                 "fire_id": occurrence.fire_id,
                 "attempt": occurrence.attempt,
-                "scheduled_for": render_exact(occurrence.scheduled_for, self.zone),
+                "scheduled_for": _exact(occurrence.scheduled_for, self.zone),
                 # The timetable's instant before jitter (semantic 32): scheduled_for itself without one.
-                "nominal": render_exact(occurrence.nominal_for, self.zone),
-                "fired_at": render(occurrence.fired_at, self.zone),
+                "nominal": _exact(occurrence.nominal_for, self.zone),
+                "fired_at": _to_the_second(occurrence.fired_at, self.zone),
             },
         }
 
@@ -212,6 +213,23 @@ _CANCELLED = {
     "command": "a newer occurrence replaced it (overlap replace): its process group was killed",
     "http": "a newer occurrence replaced it (overlap replace): the request was abandoned",
 }
+
+
+# The envelope's instants, remembered: the occurrences that fire together (a burst of one-shots, the cron
+# jobs of one minute) share their due instant, and a pass's firings their `fired_at`, so a busy node renders
+# each once instead of converting it to the node zone again for every firing. Keyed by the instant in UTC:
+# two datetimes of one zone that differ only by `fold` (an hour the clocks repeat) compare equal, and
+# would share an entry.
+_render_exact = functools.lru_cache(maxsize=256)(render_exact)
+_render = functools.lru_cache(maxsize=256)(render)
+
+
+def _exact(instant: datetime, zone: ZoneInfo) -> str:
+    return _render_exact(instant if instant.tzinfo is UTC else instant.astimezone(UTC), zone)
+
+
+def _to_the_second(instant: datetime, zone: ZoneInfo) -> str:
+    return _render(instant if instant.tzinfo is UTC else instant.astimezone(UTC), zone)
 
 
 def _deadline(action: ActionSpec) -> datetime:

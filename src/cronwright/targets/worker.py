@@ -26,6 +26,7 @@ only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
@@ -531,8 +532,28 @@ class Pool:
                 return
         worker.kill()
 
+    def prestart(self, spec: WorkerSpec) -> None:
+        """Starts the fork server of `spec` in the background, and no worker: a process that may find
+        work due (a `tick`) pays for the server's interpreter and imports while it boots, instead of at
+        its first run. Nothing waits for it: `close` does not, so a tick with nothing due ends as soon,
+        and a server that becomes ready after `close` is closed by the thread that started it."""
+        with self._lock:
+            if self._closed or spec in self._servers:
+                return
+        threading.Thread(
+            target=self._prestarted, args=(spec,), name="cronwright-forkserver-start", daemon=True
+        ).start()
+
+    def _prestarted(self, spec: WorkerSpec) -> None:
+        with contextlib.suppress(_StartFailed):  # the first run starts one itself, and says why it cannot
+            self._server(spec)
+
     def _start(self, spec: WorkerSpec) -> _Worker:
         """A new worker of `spec`, forked by the spec's fork server (started here when there is none)."""
+        return _Worker(spec, self._server(spec), self.startup_timeout)
+
+    def _server(self, spec: WorkerSpec) -> ForkServer:
+        """The spec's fork server, alive; started here when there is none (or it died)."""
         with self._lock:
             lock = self._server_locks.setdefault(spec, threading.Lock())
         with lock:  # one server per spec: the threads that want one while it starts wait for it
@@ -554,7 +575,7 @@ class Pool:
                 if closed:
                     server.close()
                     raise _StartFailed(Finished("interrupted", "the node is shutting down"))
-        return _Worker(spec, server, self.startup_timeout)
+        return server
 
     def _start_idle(self, spec: WorkerSpec) -> None:
         try:
