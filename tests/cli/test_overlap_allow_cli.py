@@ -41,9 +41,11 @@ def _naps(log: Path) -> dict[str, dict[str, float]]:
 def test_serve_runs_an_allow_job_s_occurrences_side_by_side_each_once(tmp_path: Path) -> None:
     cw = Cronwright(tmp_path, min_period="1s")
     log = _with_nap(cw)
-    cw.json("add", "naps", "--target", "sh", "--action", "nap", "--every", "1s", "--overlap", "allow",
-            "--lifetime", "5s")  # fmt: skip
     with serving(cw):
+        # Added once the node is up (the CLI wakes it): the 5 s lifetime is not spent while a loaded
+        # machine starts `serve`, which once left too few occurrences to run side by side.
+        cw.json("add", "naps", "--target", "sh", "--action", "nap", "--every", "1s", "--overlap", "allow",
+                "--lifetime", "5s")  # fmt: skip
         # Bounded polls on what the commands write, then on the row: the job expires once the last of
         # its occurrences in flight is recorded.
         wait_for("three naps to end", lambda: sum("end" in t for t in _naps(log).values()) >= 3, 30)
