@@ -32,8 +32,8 @@ def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mappin
     problem names the key and, where one is close, the property meant.
     """
     values = dict(args)
-    plain, validator = _checker(schema)
-    if plain and certainly_valid(schema, values):
+    plain, takes_none, validator = _checker(schema)
+    if plain and (certainly_valid(schema, values) if values else takes_none):
         return
     if validator is None:
         validator = _validator(schema, plain)
@@ -48,20 +48,22 @@ def check_args(target: str, action: str, schema: Mapping[str, Any], args: Mappin
 # checks its args again, so finding whether it is plain (plainschema.py), and building its validator, once
 # per schema (not per run) keeps that check cheap. The validator is built only for args the plain check
 # could not pass: jsonschema is imported by the first of those, and never when every schema is plain and
-# every args valid (a `tick` of no-arg actions).
-_CHECKERS: dict[int, tuple[Mapping[str, Any], bool, jsonschema.protocols.Validator | None]] = {}
+# every args valid (a `tick` of no-arg actions). Whether a plain schema takes no args at all is found once
+# too: the most common args, which every run of a no-arg action checks.
+# (the schema, plain, plain and takes no args, its validator)
+_Checker = tuple[Mapping[str, Any], bool, bool, "jsonschema.protocols.Validator | None"]
+_CHECKERS: dict[int, _Checker] = {}
 _CHECKERS_LOCK = threading.Lock()
 _CHECKERS_MAX = 1024
 
 
-def _checker(schema: Mapping[str, Any]) -> tuple[bool, jsonschema.protocols.Validator | None]:
-    """Whether `schema` is plain, and its validator if one was built."""
+def _checker(schema: Mapping[str, Any]) -> tuple[bool, bool, jsonschema.protocols.Validator | None]:
+    """Whether `schema` is plain, whether it is plain and certainly takes no args, and its validator if
+    one was built."""
     cached = _CHECKERS.get(id(schema))
-    if cached is not None and cached[0] is schema:
-        return cached[1], cached[2]
-    plain = is_plain_schema(schema)
-    _remember(schema, plain, None)
-    return plain, None
+    if cached is None or cached[0] is not schema:
+        cached = _remember(schema, is_plain_schema(schema), None)
+    return cached[1], cached[2], cached[3]
 
 
 def _validator(schema: Mapping[str, Any], plain: bool) -> jsonschema.protocols.Validator:
@@ -75,11 +77,13 @@ def _validator(schema: Mapping[str, Any], plain: bool) -> jsonschema.protocols.V
 
 def _remember(
     schema: Mapping[str, Any], plain: bool, validator: jsonschema.protocols.Validator | None
-) -> None:
+) -> _Checker:
+    entry = (schema, plain, plain and certainly_valid(schema, {}), validator)
     with _CHECKERS_LOCK:
         if len(_CHECKERS) >= _CHECKERS_MAX:
             _CHECKERS.clear()  # specs described again after code changes: drop the old ones
-        _CHECKERS[id(schema)] = (schema, plain, validator)
+        _CHECKERS[id(schema)] = entry
+    return entry
 
 
 def _details(error: jsonschema.ValidationError) -> list[dict[str, str]]:

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from cronwright.model import Outcome, Result
+from cronwright.targets import registry as registry_module
+from cronwright.targets import worker as worker_module
 from cronwright.targets.registry import Registry
 from cronwright.targets.runner import TargetRunner
 from cronwright.targets.worker import Pool
@@ -82,6 +84,45 @@ def test_a_begun_action_gets_its_args_and_its_worker_serves_the_next(
     assert (result.outcome, result.message) == (Outcome.OK, "hello, ada!")
     assert "greeting ada" in result.output
     assert Begun(runner, "pid").result().message == pid
+
+
+def test_a_begun_action_looks_at_its_module_files_once(
+    python: tuple[Registry, TargetRunner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The registry's check of the run takes the files' fingerprint; the worker's own check of the same
+    # files, a moment later, is answered by it, with no stat of its own.
+    _, runner = python
+    warm(runner)
+    taken = {"registry": 0, "worker": 0}
+    for where in taken:
+        module = registry_module if where == "registry" else worker_module
+        real = module.fingerprint
+
+        def counted(files: Any, where: str = where, real: Any = real) -> Any:
+            taken[where] += 1
+            return real(files)
+
+        monkeypatch.setattr(module, "fingerprint", counted)
+
+    begun = Begun(runner, "pid")
+
+    assert begun.began
+    assert begun.result().outcome is Outcome.OK
+    assert taken == {"registry": 1, "worker": 0}
+
+
+def test_a_begun_action_after_its_module_changed_never_runs_the_old_code(
+    python: tuple[Registry, TargetRunner], tmp_path: Path
+) -> None:
+    _, runner = python
+    warm(runner)
+    module = tmp_path / "scripts" / "acts.py"
+    module.write_text(module.read_text().replace('f"hello, {name}"', 'f"hi, {name}"'))
+    os.utime(module, ns=(5, 5))
+
+    # The only warm worker imported the old code: it is not used, and nothing begins.
+    assert not Begun(runner, "greet", {"name": "Ada"}).began
+    assert run(runner, "greet", {"name": "Ada"}).message == "hi, Ada"
 
 
 def test_without_an_idle_warm_worker_nothing_begins(python: tuple[Registry, TargetRunner]) -> None:

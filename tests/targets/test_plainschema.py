@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cronwright import allowlist as allowlist_module
 from cronwright.allowlist import StaticAllowlist
 from cronwright.errors import ArgsInvalid
 from cronwright.plainschema import certainly_valid, is_plain_schema
@@ -146,3 +147,27 @@ def test_args_the_hand_check_leaves_are_still_refused_with_their_paths() -> None
         allowlist.check("t", "copy", {"src": "/a", "tries": True, "srcs": 1})
     paths = [problem["path"] for problem in refused.value.details["problems"]]
     assert paths == ["$.srcs", "$.tries"], refused.value.details
+
+
+def test_no_args_are_judged_once_per_schema_and_refused_where_one_is_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A no-arg action's every run checks `{}`: whether a plain schema takes no args is found once.
+    judged: list[object] = []
+    real = allowlist_module.certainly_valid
+
+    def counted(schema: object, value: object) -> bool:
+        judged.append(value)
+        return real(schema, value)
+
+    monkeypatch.setattr(allowlist_module, "certainly_valid", counted)
+    takes_none = {"type": "object", "properties": {}, "additionalProperties": False}
+    allowlist = StaticAllowlist({"t": {"noop": takes_none, "copy": COPY}})
+    for _ in range(3):
+        allowlist.check("t", "noop", {})
+    assert judged == [{}]
+    with pytest.raises(ArgsInvalid) as refused:
+        allowlist.check("t", "copy", {})
+    assert [p["path"] for p in refused.value.details["problems"]] == ["$"], refused.value.details
+    with pytest.raises(ArgsInvalid):
+        allowlist.check("t", "noop", {"stray": 1})

@@ -1200,3 +1200,21 @@ def main() -> None:
         fail(error.format_message(), error.exit_code)
     except StoreError as error:
         fail(str(error))
+    _end_at_once()
+
+
+def _end_at_once() -> None:
+    """Ends a verb that went well without the interpreter's teardown, once its output is out.
+
+    By then the verb has closed what it opened (the store, the workers, the node's lease) and every
+    record is durable: what is left is freeing the objects of an interpreter about to end, which costs a
+    `tick` about 40 ms, a fifth of one with nothing due (a tick runs every minute, from cron). Output
+    that cannot be flushed (a closed pipe) ends the process the usual way, with the usual message.
+    """
+    logging.shutdown()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(0)

@@ -32,7 +32,7 @@ from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
 from cronwright.plainschema import is_plain_schema
 from cronwright.targets import decorator
 from cronwright.targets.command import placeholders
-from cronwright.targets.specs import ActionSpec, TargetSpec, WorkerSpec, fingerprint
+from cronwright.targets.specs import ActionSpec, Fingerprint, TargetSpec, WorkerSpec, fingerprint
 from cronwright.targets.worker import DescribeFailed, describe
 from cronwright.timing.durations import parse_duration
 
@@ -53,7 +53,7 @@ class _Python:
     config: TargetConfig
     worker: WorkerSpec
     files: list[str] = field(default_factory=list)
-    stamp: tuple[tuple[str, int, int], ...] = ()
+    stamp: Fingerprint = ()
     broken: str | None = None
 
 
@@ -108,6 +108,13 @@ class Registry:
 
     def python_workers(self) -> list[WorkerSpec]:
         return [entry.worker for entry in self._python.values()]
+
+    def stamp(self, target: str) -> Fingerprint | None:
+        """The fingerprint of a python target's module files as `checked` (or `target`) last took it: what
+        a run that was just checked hands its worker, whose own check of the same files then takes no
+        stat of its own. None for any other target."""
+        entry = self._python.get(target)
+        return None if entry is None else entry.stamp
 
     # --- python targets ---------------------------------------------------------------------------
 

@@ -107,7 +107,7 @@ class TargetRunner:
         def ended(finished: Finished) -> None:
             done(self._result(job, key, stop, finished, masker, started))
 
-        if self.pool.begin(target.worker, action.name, call, ended):
+        if self.pool.begin(target.worker, action.name, call, ended, self.registry.stamp(job.target)):
             return True
         with self._lock:
             self._stops.pop(key, None)

@@ -99,7 +99,11 @@ class WorkerSpec:
         return environ
 
 
-def fingerprint(files: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+# Each file's name, modification time (ns) and size, by name.
+Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+def fingerprint(files: Iterable[str]) -> Fingerprint:
     """What identifies these files' current contents cheaply: their modification times and sizes."""
     marks = []
     for name in sorted(files):

@@ -55,7 +55,7 @@ from cronwright.targets.attempt import (
 from cronwright.targets.decorator import ActionMark, Context, actions_of, call
 from cronwright.targets.forkserver import ForkServer, ServerFailed
 from cronwright.targets.replies import Event, Replies
-from cronwright.targets.specs import WorkerSpec, fingerprint
+from cronwright.targets.specs import Fingerprint, WorkerSpec, fingerprint
 
 log = logging.getLogger("cronwright.targets")
 
@@ -184,8 +184,13 @@ class _Worker:
         self.files: list[str] = ready["files"]
         self.fingerprint = fingerprint(self.files)
 
-    def stale(self) -> bool:
-        return self.proc.poll() is not None or fingerprint(self.files) != self.fingerprint
+    def stale(self, stamp: Fingerprint | None = None) -> bool:
+        """Whether the worker died, or its module's files changed since it imported them. `stamp`: their
+        fingerprint as the caller has just taken it (the registry's, checking the same run); equal to
+        the worker's own, it answers without a stat per file."""
+        if self.proc.poll() is not None:
+            return True
+        return stamp != self.fingerprint and fingerprint(self.files) != self.fingerprint
 
     def call(self, action: str, call: Call) -> tuple[Finished, bool]:
         """Runs one call; returns how it ended, and whether this worker may serve another."""
@@ -382,7 +387,14 @@ class Pool:
             self.warm(worker.spec)
         return finished
 
-    def begin(self, spec: WorkerSpec, action: str, call: Call, done: Callable[[Finished], None]) -> bool:
+    def begin(
+        self,
+        spec: WorkerSpec,
+        action: str,
+        call: Call,
+        done: Callable[[Finished], None],
+        stamp: Fingerprint | None = None,
+    ) -> bool:
         """Starts one action in an idle warm worker of `spec`, without a thread of its own: the pool's
         reply thread waits for it among every such call, and `done` gets how it ended, from that thread
         (or one the pool starts for a worker that failed). False, with nothing started, when no warm
@@ -390,8 +402,9 @@ class Pool:
 
         Why: a thread per call that waits on its worker's pipe costs the node's process about 100 us of
         CPU per call in wake-ups and GIL hand-offs; one thread waiting for all of them, about 15 us.
+        `stamp`: the module files' fingerprint the caller has just taken (`_Worker.stale`).
         """
-        worker = self._idle(spec)
+        worker = self._idle(spec, stamp)
         if worker is None:
             return False
         # Overlap replace stops the worker (the pool replaces it); the runner says `cancelled`.
@@ -505,7 +518,7 @@ class Pool:
             self._busy.add(worker)
         return worker
 
-    def _idle(self, spec: WorkerSpec) -> _Worker | None:
+    def _idle(self, spec: WorkerSpec, stamp: Fingerprint | None = None) -> _Worker | None:
         """An idle worker of `spec` that is still sound, taken (busy); None if there is none."""
         while True:
             with self._lock:
@@ -516,7 +529,7 @@ class Pool:
                 last = slots is None or not slots.idle
             if worker is None:
                 return None
-            if not worker.stale():
+            if not worker.stale(stamp):
                 with self._lock:
                     self._busy.add(worker)
                 if last and self.spare:
