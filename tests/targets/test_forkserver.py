@@ -142,12 +142,20 @@ def _servers_of(pid: int) -> list[int]:
     return found
 
 
-def test_a_prestarted_server_starts_no_worker_and_forks_the_first_run_s(
+def _prestarted(
     make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[TargetRunner, set[int]]:
+    """A runner whose pool was told to prestart its one target's server, and the servers alive before."""
     runner = _runner(make_runner, tmp_path, monkeypatch, pool=Pool())
     before = set(_servers_of(os.getpid()))
     runner.pool.prestart(runner.registry.python_workers()[0])
+    return runner, before
+
+
+def test_a_prestarted_server_starts_no_worker_and_forks_the_first_run_s(
+    make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, before = _prestarted(make_runner, tmp_path, monkeypatch)
     wait_for(lambda: len(set(_servers_of(os.getpid())) - before) == 1)
     [server] = set(_servers_of(os.getpid())) - before
     # Only the server: no worker has imported the target module (describe's one-off worker did, at boot).
@@ -158,9 +166,7 @@ def test_a_prestarted_server_starts_no_worker_and_forks_the_first_run_s(
 def test_a_pool_closed_while_its_prestarted_server_starts_leaves_no_server_behind(
     make_runner: MakeRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runner = _runner(make_runner, tmp_path, monkeypatch, pool=Pool())
-    before = set(_servers_of(os.getpid()))
-    runner.pool.prestart(runner.registry.python_workers()[0])
+    runner, before = _prestarted(make_runner, tmp_path, monkeypatch)
     # Closed as soon as the server's process exists, while its interpreter still starts (tens of ms):
     # it comes up after the close, and the thread that started it ends it. (Under load it may be up
     # first; then the close ends it. Either way none is left.)
