@@ -43,7 +43,8 @@ def test_the_targets_package_has_no_import_cycle() -> None:
 
 
 def test_a_worker_imports_nothing_of_the_scheduler() -> None:
-    # The worker module is a python target's __main__: it and what it imports stay standard library only.
+    # The worker module runs python targets (a cold worker's __main__, a forked one's main): it and what it
+    # imports stay standard library only.
     # The fork server's module is the server's __main__, and the worker's pool imports its node side; the
     # pool's reply thread (replies) is standard library only too.
     worker_side = {"attempt", "decorator", "specs", "forkserver", "replies"}
