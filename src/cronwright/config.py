@@ -14,15 +14,13 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cronwright.calendars import CalendarConfig
+from cronwright.config_path import locate
 from cronwright.errors import ConfigError, Invalid
 from cronwright.notify.model import Transition
 from cronwright.sources import Source
 from cronwright.store.base import LEASE_BEAT, LEASE_TTL
 from cronwright.timing.durations import parse_duration
 from cronwright.timing.zones import system_zone_name, zone
-
-ENV_VAR = "CRONWRIGHT_CONFIG"
-DEFAULT_NAME = "cronwright.toml"
 
 
 class _Strict(BaseModel):
@@ -279,16 +277,6 @@ class Config(_Strict):
             max_mutations_per_minute=found.max_mutations_per_minute,
             needs_approval=found.approval == "operator",
         )
-
-
-def locate(explicit: str | None) -> Path | None:
-    """`--config`, else $CRONWRIGHT_CONFIG, else ./cronwright.toml, else none (built-in defaults)."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR])
-    local = Path(DEFAULT_NAME)
-    return local if local.exists() else None
 
 
 def load(explicit: str | None = None) -> Config:

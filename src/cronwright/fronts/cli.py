@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from cronwright.node import Node
     from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
+    from cronwright.targets.worker import Pool
 
 Reply = dict[str, Any]
 _log = logging.getLogger("cronwright.cli")
@@ -61,6 +62,7 @@ class Runtime:
         self.config_path = config_path
         self._config: Config | None = None
         self._app: App | None = None
+        self._pool: Pool | None = None  # made before the config by `prestart_workers`
         self._logs = False  # True once stderr carries JSON log lines (serve, tick, mcp)
         self.store_unused = False  # True for a verb that reads no jobs (preview): no defaults notice
 
@@ -79,6 +81,7 @@ class Runtime:
         """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do; `serving`
         is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node."""
         if self._app is None:
+            from cronwright.targets.cache import SpecCache, cache_dir
             from cronwright.targets.registry import build_registry, worker_specs
             from cronwright.targets.runner import TargetRunner
             from cronwright.targets.secrets import Secrets
@@ -88,15 +91,19 @@ class Runtime:
             if config.path is None and not self.store_unused:
                 self._say_defaults(config)
             try:
+                pool = self._pool or Pool(spare=serving)
                 # As many idle workers as runs may be in flight: a burst that ends together must not see
                 # all but a few workers killed, only to start them again for the next firings.
-                pool = Pool(max_idle=config.node.max_concurrency, spare=serving)
+                pool.max_idle = config.node.max_concurrency
                 if boot and not serving:
                     # A tick: its python targets' fork servers start while it describes their modules,
                     # boots and reads what is due, not at its first run (serve warms a worker of each
-                    # once it listens).
-                    for spec in worker_specs(config):
+                    # once it listens); those `prestart_workers` started already are not started again.
+                    specs = worker_specs(config)
+                    for spec in specs:
                         pool.prestart(spec)
+                    if config.path is not None:
+                        SpecCache(cache_dir()).put(Path(config.path), specs)
                 registry = build_registry(config)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
                 from cronwright.app import build
@@ -114,6 +121,22 @@ class Runtime:
             except (ConfigError, StoreError) as error:
                 fail(str(error))
         return self._app
+
+    def prestart_workers(self) -> None:
+        """Starts the fork servers of the python targets this config file made when it was last parsed as
+        it is now (SpecCache), before it is read: a `tick` otherwise starts them only once pydantic is
+        imported and the config parsed, about 80 ms later, and its first python runs wait for them.
+        Nothing here fails: a missing or stale entry starts nothing, or a server no run uses."""
+        from cronwright.config_path import locate
+        from cronwright.targets.cache import SpecCache, cache_dir
+        from cronwright.targets.worker import Pool
+
+        path = locate(self.config_path)
+        if path is None or self._pool is not None:
+            return
+        self._pool = Pool()
+        for spec in SpecCache(cache_dir()).get(path):
+            self._pool.prestart(spec)
 
     def call(self, action: str, **fields: Any) -> Reply:
         request = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
@@ -144,8 +167,11 @@ class Runtime:
     def close(self) -> None:
         """Stops the node: runs still in flight get the shutdown grace, then are recorded interrupted."""
         app, self._app = self._app, None  # once: `serve` closes before it says it stopped
+        pool, self._pool = self._pool, None
         if app is not None:
-            app.close()
+            app.close()  # its runner closes the pool
+        elif pool is not None:
+            pool.close()  # the servers `prestart_workers` started for an app that was never built
 
 
 pass_runtime = click.make_pass_decorator(Runtime)
@@ -929,6 +955,7 @@ def _last_attempt(runtime: Runtime, job_id: int, fire_id: str | None) -> Reply |
 @pass_runtime
 def tick(runtime: Runtime, as_json: bool) -> None:
     """Runs one scheduling pass now, waits for the runs it started, and exits."""
+    runtime.prestart_workers()
     runtime.log_to_stderr()
     app = runtime.app(boot=True)
     report = app.node.tick()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Mapping
@@ -31,6 +30,8 @@ from cronwright.config import ActionConfig, Config, TargetConfig
 from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
 from cronwright.plainschema import is_plain_schema
 from cronwright.targets import decorator
+from cronwright.targets.cache import CacheFile
+from cronwright.targets.cache import cache_dir as default_cache_dir
 from cronwright.targets.command import placeholders
 from cronwright.targets.specs import ActionSpec, Fingerprint, TargetSpec, WorkerSpec, fingerprint
 from cronwright.targets.worker import DescribeFailed, describe
@@ -42,7 +43,6 @@ NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")  # no dots: "target.action
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 CACHE_VERSION = 1
-CACHE_ENTRIES = 64
 DESCRIBE_TIMEOUT = 30.0
 
 
@@ -157,7 +157,7 @@ def build_registry(config: Config, cache_dir: Path | None = None, base_dir: Path
     relative paths start (default: the config file's directory, else the working directory).
     """
     base = base_dir or config_dir(config)
-    cache = DescriptionCache(cache_dir or _default_cache_dir())
+    cache = DescriptionCache(cache_dir or default_cache_dir())
     targets: dict[str, TargetSpec] = {}
     python: dict[str, tuple[TargetConfig, WorkerSpec]] = {}
     for name, target in config.targets.items():
@@ -389,11 +389,10 @@ class DescriptionCache:
     """Python targets' descriptions on disk. Only an optimization: any problem reading it means a miss."""
 
     def __init__(self, folder: Path) -> None:
-        self._file = folder / "targets.json"
-        self._lock = threading.Lock()
+        self._file = CacheFile(folder / "targets.json", CACHE_VERSION)
 
     def get(self, worker: WorkerSpec) -> dict[str, Any] | None:
-        entry = self._load().get(_key(worker))
+        entry = self._file.get(_key(worker))
         if not isinstance(entry, dict):
             return None
         files = entry.get("files")
@@ -403,31 +402,8 @@ class DescriptionCache:
         return {"files": files, "actions": entry.get("actions", [])}
 
     def put(self, worker: WorkerSpec, described: Mapping[str, Any]) -> None:
-        with self._lock:
-            entries = self._load()
-            entries.pop(_key(worker), None)
-            stamp = [list(mark) for mark in fingerprint(described["files"])]
-            entries[_key(worker)] = {**described, "stamp": stamp}
-            kept = dict(list(entries.items())[-CACHE_ENTRIES:])
-            try:
-                self._file.parent.mkdir(parents=True, exist_ok=True)
-                temporary = self._file.with_name(f".{self._file.name}.{os.getpid()}.tmp")
-                temporary.write_text(
-                    json.dumps({"version": CACHE_VERSION, "entries": kept}), encoding="utf-8"
-                )
-                os.replace(temporary, self._file)  # atomic: another node reading it sees the old or the new
-            except OSError as error:
-                log.info("cannot write the target cache %s: %s", self._file, error)
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-            return {}
-        entries = data.get("entries")
-        return entries if isinstance(entries, dict) else {}
+        stamp = [list(mark) for mark in fingerprint(described["files"])]
+        self._file.put(_key(worker), {**described, "stamp": stamp})
 
 
 def _key(worker: WorkerSpec) -> str:
@@ -444,7 +420,3 @@ def _key(worker: WorkerSpec) -> str:
         worker.env,
     ]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()
-
-
-def _default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cronwright"
