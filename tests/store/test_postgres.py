@@ -390,6 +390,10 @@ def test_a_change_made_by_another_store_wakes_a_watcher(open_: Callable[..., Pos
     woke = threading.Semaphore(0)
     listener = watcher.watch(woke.release)
     assert listener.listening.wait(10)
+    # Listening, it wakes its node once: a change made before the LISTEN took effect was announced to
+    # nobody (the node may have read the store before it).
+    assert woke.acquire(timeout=10)
+    assert not woke.acquire(blocking=False)
 
     # Notifications arrive in commit order, so a wake for the watcher's own insert would be counted
     # before the one for the writer's: exactly one wake-up means its own change woke nobody.
@@ -419,6 +423,7 @@ def test_a_watcher_and_a_store_survive_their_connections_being_cut(
     woke = threading.Semaphore(0)
     listener = watcher.watch(woke.release)
     assert listener.listening.wait(10)
+    assert woke.acquire(timeout=10)  # the first LISTEN's wake-up
 
     with pg.connect(url) as connection:
         cut = connection.execute(

@@ -8,7 +8,9 @@ need no wake-up, since the node already knows of them.
 Nothing here polls the database. The connection idles until a notification arrives; TCP keepalives find
 a silently dead server. When the connection is lost, the listener reconnects with exponential backoff,
 and wakes the node once it is back, because changes made meanwhile were not announced to it. Until then
-the node's own safety interval still brings it to the store once a minute.
+the node's own safety interval still brings it to the store once a minute. The first LISTEN wakes the
+node once too: a change committed between the node's first read of the store and that LISTEN would
+otherwise wait for the safety interval.
 """
 
 from __future__ import annotations
@@ -79,7 +81,10 @@ class Listener:
 
     def _run(self) -> None:
         delay = _BACKOFF_FIRST
-        missed = False
+        # Changes made before the LISTEN took effect were announced to nobody: those of the moments
+        # after the node's first pass read the store (it passes as this thread connects), and those made
+        # while a lost connection was down. Each LISTEN that succeeds wakes the node once for them.
+        missed = True
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self._conninfo, autocommit=True, **self._kwargs) as connection:
@@ -105,7 +110,7 @@ class Listener:
         self.trouble = None
         self.listening.set()
         if missed:
-            self._wake()  # changes made while the connection was down were announced to nobody
+            self._wake()
 
     def _listen(self, connection: psycopg.Connection[Any]) -> None:
         while not self._stopping.is_set():
