@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from cronwright.node import Node
     from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
+    from cronwright.targets.specs import WorkerSpec
     from cronwright.targets.worker import Pool
 
 Reply = dict[str, Any]
@@ -63,6 +64,7 @@ class Runtime:
         self._config: Config | None = None
         self._app: App | None = None
         self._pool: Pool | None = None  # made before the config by `prestart_workers`
+        self._cached_specs: list[WorkerSpec] | None = None  # what it found in the SpecCache
         self._logs = False  # True once stderr carries JSON log lines (serve, tick, mcp)
         self.store_unused = False  # True for a verb that reads no jobs (preview): no defaults notice
 
@@ -102,7 +104,7 @@ class Runtime:
                     specs = worker_specs(config)
                     for spec in specs:
                         pool.prestart(spec)
-                    if config.path is not None:
+                    if config.path is not None and specs != self._cached_specs:
                         SpecCache(cache_dir()).put(Path(config.path), specs)
                 registry = build_registry(config)
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
@@ -135,7 +137,8 @@ class Runtime:
         if path is None or self._pool is not None:
             return
         self._pool = Pool()
-        for spec in SpecCache(cache_dir()).get(path):
+        self._cached_specs = SpecCache(cache_dir()).get(path)
+        for spec in self._cached_specs:
             self._pool.prestart(spec)
 
     def call(self, action: str, **fields: Any) -> Reply:
