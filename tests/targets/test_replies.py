@@ -200,3 +200,101 @@ def test_after_the_linger_the_thread_sleeps_without_a_timeout(on_epoll: Replies,
         time.sleep(0.001)  # a condition to wait for, not time to pass
     assert replies._waits_until == math.inf
     asleep_in_its_wait()
+
+
+class CountingEpoll:
+    """The thread's epoll set, its calls counted (the C object's methods cannot be wrapped in place)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.calls: list[tuple[str, int]] = []
+        self.polls = 0
+
+    def register(self, fd: int, mask: int) -> None:
+        self.calls.append(("register", fd))
+        self.real.register(fd, mask)
+
+    def modify(self, fd: int, mask: int) -> None:
+        self.calls.append(("modify", fd))
+        self.real.modify(fd, mask)
+
+    def unregister(self, fd: int) -> None:
+        self.calls.append(("unregister", fd))
+        self.real.unregister(fd)
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        self.polls += 1
+        found: list[tuple[int, int]] = self.real.poll(timeout)
+        return found
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def counting_epoll(replies: Replies) -> CountingEpoll:
+    counted = CountingEpoll(replies._epoll)
+    replies._epoll = counted  # type: ignore[assignment]
+    return counted
+
+
+def reply_on(replies: Replies, pipe: Pipe, n: int) -> Event:
+    """One call on `pipe` (a worker's next run): watched, answered, ended."""
+    pipe.events.clear()
+    pipe.ended.clear()
+    replies.watch(pipe, far(), pipe.end)
+    os.write(pipe.write, json.dumps({"n": n}).encode())
+    return pipe.outcome()
+
+
+def until(what: str, check: Any) -> None:
+    for _ in range(10_000):
+        if check():
+            return
+        time.sleep(0.001)  # a condition to wait for, not time to pass
+    raise AssertionError(f"never: {what}")
+
+
+def test_a_worker_pipe_stays_registered_between_its_calls(on_epoll: Replies, pipes: list[Pipe]) -> None:
+    """One epoll_ctl for the pipe's life, not one each way per call (a python firing's cost, per run)."""
+    epoll = counting_epoll(on_epoll)
+    pipe = Pipe()
+    pipes.append(pipe)
+
+    assert [reply_on(on_epoll, pipe, n) for n in range(3)] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert epoll.calls == [("register", pipe.read)]
+
+
+def test_a_pipe_that_fires_while_unwatched_is_taken_out_not_spun_on(
+    on_epoll: Replies, pipes: list[Pipe]
+) -> None:
+    """An idle worker that dies (its pipe at end of file, readable for ever) must not keep the thread
+    spinning on a level-triggered epoll: the pipe leaves the set the first time it fires unwatched."""
+    epoll = counting_epoll(on_epoll)
+    pipe = Pipe()
+    pipes.append(pipe)
+    assert reply_on(on_epoll, pipe, 1) == {"n": 1}
+
+    os.close(pipe.write)  # nobody watches it now
+    until("the dead pipe is taken out", lambda: ("unregister", pipe.read) in epoll.calls)
+    asleep_in_its_wait()
+    polls = epoll.polls
+    asleep_in_its_wait()
+    assert epoll.polls - polls <= 1  # at most the linger's end: no wait returns at once any more
+    assert epoll.calls.count(("unregister", pipe.read)) == 1
+
+
+def test_a_new_pipe_on_a_closed_ones_fd_number_is_registered_afresh(
+    on_epoll: Replies, pipes: list[Pipe]
+) -> None:
+    """The kernel drops a closed pipe from the epoll set: a new pipe that gets its fd number must be
+    registered again, though the number is one the set had."""
+    first = Pipe()
+    assert reply_on(on_epoll, first, 1) == {"n": 1}
+    os.close(first.write)
+    os.close(first.read)
+    second = Pipe()
+    pipes.append(second)
+    if second.read != first.read:
+        pytest.skip("the new pipe got another fd number")
+
+    assert reply_on(on_epoll, second, 2) == {"n": 2}

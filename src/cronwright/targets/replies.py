@@ -64,6 +64,11 @@ class Replies:
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
         self._epoll = select.epoll() if epoll else None
+        # The pipe each fd is registered for in the epoll set. A worker's pipe stays registered between
+        # its calls (an epoll_ctl each way per call was about a tenth of a python firing's cost in the
+        # node); one that fires while unwatched (an idle worker that died) is taken out then, and a pipe
+        # closed is taken out by the kernel, its fd number registered afresh for whatever pipe gets it.
+        self._registered: dict[int, Watched] = {}
         # When the thread's wait ends (monotonic), while it waits: `watch` wakes it for an earlier deadline.
         self._waits_until = -math.inf
         # Until when the thread, with nothing to watch, still waits on a clock (monotonic): see LINGER.
@@ -79,8 +84,12 @@ class Replies:
         fd = watched.fileno()
         with self._lock:
             self._watched[fd] = (watched, deadline, ended)
-            if self._epoll is not None:
-                self._epoll.register(fd, select.EPOLLIN)
+            if self._epoll is not None and self._registered.get(fd) is not watched:
+                try:
+                    self._epoll.register(fd, select.EPOLLIN)
+                except FileExistsError:  # its fd number's last pipe is still open somewhere
+                    self._epoll.modify(fd, select.EPOLLIN)
+                self._registered[fd] = watched
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="cronwright-replies", daemon=True)
                 self._thread.start()
@@ -112,6 +121,8 @@ class Replies:
                     self._drain()
                 elif fd in watched:
                     self._receive(fd, *watched[fd])
+                else:
+                    self._unregister(fd)
             with self._lock:
                 self._waits_until = -math.inf  # not waiting: the next round reads every watch anyway
             now = time.monotonic()
@@ -156,14 +167,20 @@ class Replies:
                 return  # ended already (a reply and its deadline in one round)
             del self._watched[fd]
             self._linger_until = time.monotonic() + LINGER
-            if self._epoll is not None:
-                # Before `ended`, which may close the pipe: its fd number may then serve another call.
-                with contextlib.suppress(OSError):
-                    self._epoll.unregister(fd)
         try:
             ended(event)
         except Exception:  # a bug in one call's ending must not stop the replies of the others
             log.exception("the end of a python call could not be handled")
+
+    def _unregister(self, fd: int) -> None:
+        """Takes a pipe that fired while nobody watched it out of the epoll set (its worker died idle, or
+        it was closed while registered): level-triggered, it would fire at every wait."""
+        with self._lock:
+            if fd in self._watched or self._epoll is None:
+                return  # watched again since the wait returned: its next round reads it
+            self._registered.pop(fd, None)
+            with contextlib.suppress(OSError):
+                self._epoll.unregister(fd)
 
     def _drain(self) -> None:
         with contextlib.suppress(BlockingIOError):
