@@ -9,11 +9,14 @@ recorded, with the job as the claim wrote it: that tells a claim that never star
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+import time
+from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 from cronwright.model import Job, Occurrence, Outcome, Result
 from cronwright.runner import Runner
@@ -50,6 +53,8 @@ class Dispatcher:
         # Attempts told to stop (overlap replace): one whose thread has not begun yet never runs.
         self._cancelled: set[Attempt] = set()
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+        # While `pumped`: the runner's pump, through which the thread that pumps waits for outcomes.
+        self._pump: Any = None
 
     # --- starting -------------------------------------------------------------------------------
 
@@ -66,10 +71,13 @@ class Dispatcher:
         begin = getattr(self.runner, "begin", None)
         if callable(begin) and not self._stopping.is_set():
             future: Future[None] = Future()
+            future.add_done_callback(self._wake_pump)
             self._running[key] = (occurrence, future)  # first: its outcome may come before begin returns
             if begin(job, occurrence, lambda result: self._ended(occurrence, result, future)):
                 return
-        self._running[key] = (occurrence, self._pool.submit(self._attempt, job, occurrence))
+        future = self._pool.submit(self._attempt, job, occurrence)
+        future.add_done_callback(self._wake_pump)
+        self._running[key] = (occurrence, future)
 
     def _attempt(self, job: Job, occurrence: Occurrence) -> None:
         if self._stopping.is_set():
@@ -90,6 +98,47 @@ class Dispatcher:
         self._finished.put((occurrence, result))
         self._notify()
         future.set_result(None)
+
+    # --- waiting for outcomes --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def pumped(self) -> Iterator[None]:
+        """While the block runs, `wait` on the calling thread does the runner's waiting for the python
+        calls it began without a thread (`pumping`, where the runner has it): their outcomes come on
+        this thread, with no GIL hand-off to a reply thread per run. For a thread that only starts runs
+        and waits for them: a `tick`."""
+        pumping = getattr(self.runner, "pumping", None)
+        if not callable(pumping):
+            yield
+            return
+        with pumping() as pump:
+            self._pump = pump
+            try:
+                yield
+            finally:
+                self._pump = None
+
+    def wait(
+        self, futures: Collection[Future[None]], timeout: float, return_when: str = FIRST_COMPLETED
+    ) -> None:
+        """`concurrent.futures.wait`, pumping the runner's replies where this thread pumps them."""
+        pump = self._pump
+        if pump is None or pump.owner != threading.get_ident():
+            wait(futures, timeout, return_when)
+            return
+        ended = any if return_when == FIRST_COMPLETED else all
+        until = time.monotonic() + timeout
+        while not ended(future.done() for future in futures):
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            pump.wait(left)
+
+    def _wake_pump(self, _future: Future[None]) -> None:
+        """A run's future is done: a pump waiting on another thread looks again."""
+        pump = self._pump
+        if pump is not None and pump.owner != threading.get_ident():
+            pump.wake()
 
     # --- what is in flight ----------------------------------------------------------------------
 

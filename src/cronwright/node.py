@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -550,10 +550,11 @@ class Node:
         with self._lock:
             futures = self.runs.futures()
         if futures:
-            done, running = wait(futures, self.settings.lease_beat.total_seconds(), FIRST_COMPLETED)
-            if done and running:
+            self.runs.wait(futures, self.settings.lease_beat.total_seconds(), FIRST_COMPLETED)
+            running = [future for future in futures if not future.done()]
+            if len(running) < len(futures) and running:
                 # Group commit: runs that end within a moment of each other share one durable write.
-                wait(running, GROUP_COMMIT_WINDOW)
+                self.runs.wait(running, GROUP_COMMIT_WINDOW, ALL_COMPLETED)
 
     def _linger(self) -> None:
         """Woken by a run that finished while others run: waits a moment for them (group commit).
@@ -571,6 +572,10 @@ class Node:
     def tick(self) -> PassReport:
         """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
         for one; then it waits for every run it started and records it."""
+        with self.runs.pumped():  # this thread waits for nothing else: the replies come on it
+            return self._tick()
+
+    def _tick(self) -> PassReport:
         report = self.run_pass()  # its first beat announces the node, as boot's does
         while self.runs.in_flight():
             self._await_a_run()

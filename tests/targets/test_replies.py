@@ -298,3 +298,101 @@ def test_a_new_pipe_on_a_closed_ones_fd_number_is_registered_afresh(
         pytest.skip("the new pipe got another fd number")
 
     assert reply_on(on_epoll, second, 2) == {"n": 2}
+
+
+# --- pumping: the thread that waits for the calls does the reply thread's work (a tick's) -----------
+
+
+class OnThread(Pipe):
+    """A pipe that notes the thread its watch ended on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread: int | None = None
+
+    def end(self, event: Event) -> None:
+        self.thread = threading.get_ident()
+        super().end(event)
+
+
+def reply_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "cronwright-replies"]
+
+
+def pump_until(pump: Any, pipe: Pipe) -> None:
+    for _ in range(1_000):
+        if pipe.ended.is_set():
+            return
+        pump.wait(60)
+    raise AssertionError("the pump never ended the watch")
+
+
+def test_while_a_thread_pumps_the_replies_end_on_it_and_no_reply_thread_starts(
+    replies: Replies, pipes: list[Pipe]
+) -> None:
+    first, second = OnThread(), OnThread()
+    pipes.extend([first, second])
+    with replies.pumping() as pump:
+        replies.watch(first, far(), first.end)
+        replies.watch(second, far(), second.end)
+        os.write(second.write, b'{"n": 2}')
+        os.write(first.write, b'{"n": 1}')
+        pump_until(pump, first)
+        pump_until(pump, second)
+        assert reply_threads() == []
+
+    assert (first.outcome(), second.outcome()) == ({"n": 1}, {"n": 2})
+    assert first.thread == second.thread == threading.get_ident()
+
+
+def test_the_pump_keeps_the_deadlines(replies: Replies, pipes: list[Pipe]) -> None:
+    overdue = OnThread()
+    pipes.append(overdue)
+    with replies.pumping() as pump:
+        replies.watch(overdue, time.monotonic() - 1, overdue.end)
+        pump_until(pump, overdue)
+
+    assert overdue.outcome() == "late"
+    assert overdue.thread == threading.get_ident()
+
+
+def test_a_reply_thread_parks_while_a_thread_pumps(replies: Replies, pipes: list[Pipe]) -> None:
+    earlier, during = OnThread(), OnThread()
+    pipes.extend([earlier, during])
+    replies.watch(earlier, far(), earlier.end)  # the reply thread starts, and ends it
+    os.write(earlier.write, b'{"n": 1}')
+    assert earlier.outcome() == {"n": 1}
+    assert earlier.thread != threading.get_ident()
+
+    with replies.pumping() as pump:
+        replies.watch(during, far(), during.end)
+        os.write(during.write, b'{"n": 2}')
+        pump_until(pump, during)
+
+    assert during.outcome() == {"n": 2}
+    assert during.thread == threading.get_ident()  # not the parked reply thread's
+
+
+def test_what_is_still_watched_when_the_pumping_ends_goes_to_a_reply_thread(
+    replies: Replies, pipes: list[Pipe]
+) -> None:
+    left = OnThread()
+    pipes.append(left)
+    with replies.pumping():
+        replies.watch(left, far(), left.end)
+    os.write(left.write, b'{"n": 1}')
+
+    assert left.outcome() == {"n": 1}
+    assert left.thread != threading.get_ident()
+
+
+def test_wake_ends_a_pumps_wait(replies: Replies) -> None:
+    """What the pump waits for may end elsewhere (a run on a thread of its own): `wake` ends its wait."""
+    with replies.pumping() as pump:
+        waking = threading.Thread(target=pump.wake)  # from another thread: before the wait or in it
+        waking.start()
+        began = time.monotonic()
+        pump.wait(120)
+        waking.join()
+
+    assert time.monotonic() - began < 120  # woken, not timed out (a function, not a timing, checked)

@@ -6,6 +6,11 @@ GIL hand-offs per call, on threads that fight the scheduling pass for the one GI
 call, against about 15 us for one thread that polls every worker's pipe at once (a component figure:
 16 warm workers running a no-op). The thread sleeps while nothing is watched, and ends when its pool
 closes and the last call it watched has ended.
+
+A thread that would otherwise sleep until a call ends (a `tick`'s, which does nothing else meanwhile) can
+do that thread's work itself instead (`pumping`): the replies then come on the thread that records them,
+and no GIL hand-off runs between it and a reply thread at every reply. In a `tick` with 2,000 python
+firings due, the hand-offs cost about a tenth of the firing time.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import select
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, Protocol
 
 log = logging.getLogger("cronwright.targets")
@@ -57,6 +62,11 @@ class Replies:
 
     def __init__(self, epoll: bool = hasattr(select, "epoll")) -> None:
         self._lock = threading.Lock()
+        # Set while a thread pumps (`pumping`): the reply thread then parks, waiting on this, not a pipe.
+        self._unparked = threading.Condition(self._lock)
+        self._pumps = 0
+        # Held by whoever does a round (the reply thread or a pump), so that one pipe is never read by two.
+        self._round = threading.Lock()
         self._watched: dict[int, tuple[Watched, float, Callable[[Event], None]]] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -78,6 +88,7 @@ class Replies:
         weakref.finalize(self, _close_all, self._wake_read, self._wake_write)
         if self._epoll is not None:
             self._epoll.register(self._wake_read, select.EPOLLIN)
+        self._wait = self._epoll_wait if self._epoll is not None else self._poll_wait()
 
     def watch(self, watched: Watched, deadline: float, ended: Callable[[Event], None]) -> None:
         """Calls `ended` when `watched` has replied or died, or at `deadline` (monotonic) if neither."""
@@ -90,9 +101,8 @@ class Replies:
                 except FileExistsError:  # its fd number's last pipe is still open somewhere
                     self._epoll.modify(fd, select.EPOLLIN)
                 self._registered[fd] = watched
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="cronwright-replies", daemon=True)
-                self._thread.start()
+            if self._thread is None and not self._pumps:
+                self._start_thread()
             wake = self._epoll is None or deadline < self._waits_until
         if wake:
             self._wake()
@@ -103,20 +113,58 @@ class Replies:
             self._closed = True
         self._wake()
 
+    @contextlib.contextmanager
+    def pumping(self) -> Iterator[Pump]:
+        """While the block runs, the calling thread does the reply thread's work whenever it calls
+        `Pump.wait`, and the reply thread parks. Meant for a thread that waits for the calls it started
+        and does little else: what it does between waits (a `tick`'s pass) delays the replies, and the
+        deadlines, that come meanwhile. Afterwards the reply thread takes over what is still watched."""
+        with self._lock:
+            self._pumps += 1
+        self._wake()  # a reply thread in its wait comes out of it, and parks
+        try:
+            yield Pump(self, threading.get_ident())
+        finally:
+            with self._lock:
+                self._pumps -= 1
+                if not self._pumps:
+                    if self._thread is None and self._watched:
+                        self._start_thread()
+                    self._unparked.notify_all()
+
+    def _start_thread(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="cronwright-replies", daemon=True)
+        self._thread.start()
+
     def _loop(self) -> None:
-        wait = self._epoll_wait if self._epoll is not None else self._poll_wait()
         while True:
             with self._lock:
-                watched = dict(self._watched)
-                if self._closed and not watched:
+                while self._pumps:
+                    self._unparked.wait()  # no pipe read here while a pump reads them
+                if self._closed and not self._watched:
                     self._thread = None
                     return
+            self._do_round(None, linger=True)
+
+    def _do_round(self, limit: float | None, linger: bool) -> None:
+        """One wait for the watched pipes (at most `limit` seconds; None: until the first deadline), and
+        the ends of the calls it saw: replies, deaths, deadlines past."""
+        if not self._round.acquire(blocking=False):
+            # The other side's round was on (the reply thread's, as a pump began): it may have taken a
+            # wake-up meant for the caller, so this round only looks, and the caller checks again.
+            self._round.acquire()
+            limit = 0.0
+        try:
+            with self._lock:
+                watched = dict(self._watched)
                 first = min((deadline for _, deadline, _ in watched.values()), default=math.inf)
-                if first == math.inf and self._linger_until > time.monotonic():
+                if linger and first == math.inf and self._linger_until > time.monotonic():
                     first = self._linger_until
+                if limit is not None:
+                    first = min(first, time.monotonic() + limit)
                 self._waits_until = first
             timeout = None if first == math.inf else max(0.0, first - time.monotonic())
-            for fd in wait(watched, timeout):
+            for fd in self._wait(watched, timeout):
                 if fd == self._wake_read:
                     self._drain()
                 elif fd in watched:
@@ -129,6 +177,8 @@ class Replies:
             for fd, (_, deadline, ended) in watched.items():
                 if deadline <= now:
                     self._end(fd, ended, "late")
+        finally:
+            self._round.release()
 
     def _epoll_wait(self, _watched: Mapping[int, object], timeout: float | None) -> list[int]:
         assert self._epoll is not None
@@ -190,6 +240,23 @@ class Replies:
     def _wake(self) -> None:
         with contextlib.suppress(BlockingIOError):  # the pipe is full of wake-ups already
             os.write(self._wake_write, b".")
+
+
+class Pump:
+    """What `Replies.pumping` hands the thread that pumps."""
+
+    def __init__(self, replies: Replies, owner: int) -> None:
+        self._replies = replies
+        self.owner = owner  # the pumping thread's ident
+
+    def wait(self, limit: float) -> None:
+        """Waits at most `limit` seconds for a reply, a death, a deadline or `wake`, and ends the calls
+        that did: their `ended` callbacks run here, on the pumping thread."""
+        self._replies._do_round(max(0.0, limit), linger=False)
+
+    def wake(self) -> None:
+        """From another thread: ends the pump's wait now (something it waits for happened elsewhere)."""
+        self._replies._wake()
 
 
 def _close_all(*fds: int) -> None:

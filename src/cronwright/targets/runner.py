@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,6 +27,7 @@ from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, Stop, rend
 from cronwright.targets.command import CommandExecutor
 from cronwright.targets.http import HttpExecutor
 from cronwright.targets.registry import Registry
+from cronwright.targets.replies import Pump
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets
 from cronwright.targets.specs import ActionSpec, TargetSpec
 from cronwright.targets.worker import Pool
@@ -136,6 +138,11 @@ class TargetRunner:
         if finished.cut or len(message) > MESSAGE_LIMIT:
             message = masker.mask_cut_end(message[: MESSAGE_LIMIT - 1]) + "…"
         return Result(Outcome(finished.kind), message, took_ms, render_output(finished.output, masker))
+
+    def pumping(self) -> AbstractContextManager[Pump]:
+        """While the block runs, the python calls `begin` started end on the calling thread, in its
+        `Pump.wait`s, instead of on the pool's reply thread (a `tick`: see targets/replies.py)."""
+        return self.pool.pumping()
 
     def cancel(self, occurrence: Occurrence) -> None:
         """Stops that attempt if it runs now: its worker is killed (the pool replaces it), its command's

@@ -38,6 +38,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -54,7 +55,7 @@ from cronwright.targets.attempt import (
 )
 from cronwright.targets.decorator import ActionMark, Context, actions_of, call
 from cronwright.targets.forkserver import ForkServer, ServerFailed
-from cronwright.targets.replies import Event, Replies
+from cronwright.targets.replies import Event, Pump, Replies
 from cronwright.targets.specs import Fingerprint, WorkerSpec, fingerprint
 
 log = logging.getLogger("cronwright.targets")
@@ -458,6 +459,10 @@ class Pool:
         finally:
             call.stop.hook(None)
         done(finished)
+
+    def pumping(self) -> AbstractContextManager[Pump]:
+        """The calls `begin` started end on the calling thread, in its `Pump.wait`s (`Replies.pumping`)."""
+        return self._replies.pumping()
 
     def warm(self, spec: WorkerSpec) -> None:
         """Starts a worker for `spec` in the background, unless one is idle or starting already."""

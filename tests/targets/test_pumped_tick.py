@@ -1,0 +1,130 @@
+"""A tick waits for its python runs' replies on its own thread (Dispatcher.pumped, Replies.pumping): no
+reply thread, no GIL hand-off per run, and nothing it waits for is missed: a run on a thread of its own (a
+command) wakes its wait, and a call past its deadline is still stopped.
+
+Real store, real registry and TargetRunner, real worker processes; the clock is manual.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from cronwright.clock import ManualClock
+from cronwright.events import FanOut, MemorySink
+from cronwright.node import Node, NodeSettings
+from cronwright.protocol import Protocol
+from cronwright.service import Limits, Service
+from cronwright.sources import operator
+from cronwright.store.sqlite import SqliteStore
+from cronwright.targets.registry import build_registry
+from cronwright.targets.runner import TargetRunner
+from cronwright.targets.secrets import Secrets
+
+from .conftest import PYTHON, config, write_module
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+ACTIONS = """
+    import time
+    import cronwright
+
+    @cronwright.action
+    def ok() -> str:
+        return "fine"
+
+    @cronwright.action(timeout="1s")
+    def hang() -> None:
+        time.sleep(60)
+"""
+
+# A tick's lease beats come this far apart: a wait that only a beat ended would outlast the test's join.
+LONG_BEAT = timedelta(hours=1)
+
+
+@dataclass
+class Ticking:
+    clock: ManualClock
+    node: Node
+    protocol: Protocol
+    runner: TargetRunner
+
+    def create(self, name: str, target: str, action: str) -> None:
+        job = {"name": name, "target": target, "action": action, "schedule": {"cron": "0 10 * * *"}}
+        reply = self.protocol.dispatch({"action": "create_job", "job": job}, operator())
+        assert reply["ok"], reply
+
+    def tick_at(self, instant: str) -> list[dict[str, Any]]:
+        """The node's tick at `instant`, on a thread that must end well within a beat; the runs it made."""
+        self.clock.set(datetime.fromisoformat(instant))
+        ended: list[object] = []
+        ticking = threading.Thread(target=lambda: ended.append(self.node.tick()))
+        ticking.start()
+        ticking.join(120)
+        assert ended, "the tick still waits: something it waited for never woke it"
+        reply = self.protocol.dispatch({"action": "history"}, operator())
+        runs: list[dict[str, Any]] = reply["runs"]
+        return runs
+
+
+@pytest.fixture
+def ticking(tmp_path: Path) -> Iterator[Ticking]:
+    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    targets = {
+        "acts": {"kind": "python", "module": "acts", "path": ["scripts"]},
+        "sh": {"kind": "command", "actions": {"true": {"argv": [PYTHON, "-c", "pass"]}}},
+    }
+    registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
+    runner = TargetRunner(registry, Secrets(environ={}), zone=BERLIN)
+    clock = ManualClock(datetime.fromisoformat("2026-03-02T09:00:00+01:00"))
+    store = SqliteStore(tmp_path / "cronwright.db")
+    beats = {"lease_beat": LONG_BEAT, "lease_ttl": 4 * LONG_BEAT}
+    settings = NodeSettings(shutdown_grace=timedelta(seconds=5), **beats)
+    node = Node(store, runner, clock, FanOut([MemorySink()]), settings)
+    service = Service(node, registry, Limits(BERLIN))
+    node.boot()
+    yield Ticking(clock, node, Protocol(service), runner)
+    node.stop()
+    node.store.close()
+
+
+def test_a_ticks_python_replies_come_on_its_own_thread(ticking: Ticking) -> None:
+    for n in range(4):
+        ticking.create(f"py-{n}", "acts", "ok")
+    # The first tick starts the workers (each run on a thread that starts one); the second finds them
+    # warm, and begins its runs without a thread: their replies are what the tick pumps.
+    ticking.tick_at("2026-03-02T10:00:00+01:00")
+    runs = ticking.tick_at("2026-03-03T10:00:00+01:00")
+
+    assert [run["outcome"] for run in runs] == ["ok"] * 8
+    assert ticking.runner.pool.idle(ticking.runner.registry.python_workers()[0]) == 4
+    # Without the pump, the pool's reply thread would have started, to end them.
+    assert ticking.runner.pool._replies._thread is None
+
+
+def test_a_run_on_a_thread_of_its_own_wakes_the_ticks_wait(ticking: Ticking) -> None:
+    """A command runs on a pool thread, not on a reply pipe: its end must wake the pumping tick, which
+    would otherwise wait for its next lease beat, an hour away here."""
+    ticking.create("cmd", "sh", "true")
+    runs = ticking.tick_at("2026-03-02T10:00:00+01:00")
+
+    assert [(run["schedule"], run["outcome"]) for run in runs] == [("cmd", "ok")]
+
+
+def test_a_pumping_tick_still_stops_a_call_past_its_deadline(ticking: Ticking) -> None:
+    ticking.create("warm-up", "acts", "ok")
+    ticking.tick_at("2026-03-02T10:00:00+01:00")  # a warm worker, so that `hang` is begun and pumped
+    ticking.create("stuck", "acts", "hang")
+    runs = ticking.tick_at("2026-03-03T10:00:00+01:00")
+
+    stuck = [run for run in runs if run["schedule"] == "stuck"]
+    assert [(run["outcome"], run["message"]) for run in stuck] == [
+        ("timeout", "ran past its deadline of 1s; the worker was killed")
+    ]
