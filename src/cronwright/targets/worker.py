@@ -143,6 +143,10 @@ def _encode(request: Mapping[str, Any]) -> bytes:
         return json.dumps(request).encode()
 
 
+# A worker's first line for each call, before its action starts (see `main`).
+_STARTED = b'{"started": true}'
+
+
 def _message(line: bytes) -> dict[str, Any]:
     """One protocol line as its object; _Died on anything else. (The standard library reads it: orjson
     would turn an integer past 64 bits, in the schema of a ready line's actions, into a float.)"""
@@ -242,12 +246,15 @@ class _Worker:
         self._buffer += chunk
         while b"\n" in self._buffer:
             line, _, self._buffer = self._buffer.partition(b"\n")
+            if not self.took and line == _STARTED:
+                self.took = True  # sent before the action starts: known by its bytes, not parsed
+                continue
             try:
                 message = _message(line)
             except _Died:
                 return "died"
             if not self.took:
-                self.took = True  # {"started": true}, sent before the action starts
+                self.took = True
                 continue
             return message
         return None
@@ -636,7 +643,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in requests:
         # Acknowledged before the action starts: a worker that dies before this line never ran it, so the
         # node may hand the call to another worker without ever running an action twice.
-        _send(replies, {"started": True})
+        replies.write(_STARTED + b"\n")
+        replies.flush()
         reply = _serve(found, json.loads(line))
         sys.stdout.flush()
         sys.stderr.flush()
