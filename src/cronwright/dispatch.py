@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Protocol
 
 from cronwright.model import Job, Occurrence, Outcome, Result
 from cronwright.runner import Runner
@@ -29,6 +29,16 @@ Attempt = tuple[int, str, int]  # (job id, fire_id, attempt)
 
 def attempt_of(occurrence: Occurrence) -> Attempt:
     return (occurrence.job_id, occurrence.fire_id, occurrence.attempt)
+
+
+class Pump(Protocol):
+    """A runner's pump (targets/replies.py): `wait` does the runner's waiting on the calling thread."""
+
+    owner: int  # the thread that pumps
+
+    def wait(self, limit: float) -> None: ...
+
+    def wake(self) -> None: ...
 
 
 class Dispatcher:
@@ -54,7 +64,7 @@ class Dispatcher:
         self._cancelled: set[Attempt] = set()
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         # While `pumped`: the runner's pump, through which the thread that pumps waits for outcomes.
-        self._pump: Any = None
+        self._pump: Pump | None = None
 
     # --- starting -------------------------------------------------------------------------------
 
