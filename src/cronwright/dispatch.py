@@ -109,6 +109,12 @@ class Dispatcher:
         self._notify()
         future.set_result(None)
 
+    def one_look(self) -> contextlib.AbstractContextManager[None]:
+        """While the block runs, the attempts started on this thread take one look at their targets'
+        files between them (`one_look`, where the runner has it): for a pass, which starts them together."""
+        one_look = getattr(self.runner, "one_look", None)
+        return one_look() if callable(one_look) else contextlib.nullcontext()
+
     # --- waiting for outcomes --------------------------------------------------------------------
 
     @contextlib.contextmanager

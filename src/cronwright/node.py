@@ -191,7 +191,8 @@ class Node:
             if self._stopping.is_set():
                 self._record_all(finished, now)
             else:
-                self._tend_due(now, report, finished)
+                with self.runs.one_look():  # the runs it starts take one look at their targets' files
+                    self._tend_due(now, report, finished)
             self.last_pass_at = now
             self._prune_audit(now)
             return report

@@ -2,6 +2,8 @@
 reply thread, no GIL hand-off per run, and nothing it waits for is missed: a run on a thread of its own (a
 command) wakes its wait, and a call past its deadline is still stopped.
 
+The python runs a pass starts take one look at their module's files between them (Registry.one_look).
+
 Real store, real registry and TargetRunner, real worker processes; the clock is manual.
 """
 
@@ -24,6 +26,7 @@ from cronwright.protocol import Protocol
 from cronwright.service import Limits, Service
 from cronwright.sources import operator
 from cronwright.store.sqlite import SqliteStore
+from cronwright.targets import registry as registry_module
 from cronwright.targets.registry import build_registry
 from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
@@ -128,3 +131,20 @@ def test_a_pumping_tick_still_stops_a_call_past_its_deadline(ticking: Ticking) -
     assert [(run["outcome"], run["message"]) for run in stuck] == [
         ("timeout", "ran past its deadline of 1s; the worker was killed")
     ]
+
+
+def test_the_python_runs_of_one_pass_take_one_look_at_their_modules_files(
+    ticking: Ticking, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(4):
+        ticking.create(f"py-{n}", "acts", "ok")
+    ticking.tick_at("2026-03-02T10:00:00+01:00")  # starts the workers
+    looks: list[object] = []
+    real = registry_module.fingerprint
+    monkeypatch.setattr(registry_module, "fingerprint", lambda files: looks.append(files) or real(files))
+
+    runs = ticking.tick_at("2026-03-03T10:00:00+01:00")
+
+    assert [run["outcome"] for run in runs] == ["ok"] * 8
+    # One pass claimed all four (a stat of the module for each, before); the passes after it started none.
+    assert len(looks) == 1

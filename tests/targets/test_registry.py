@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +278,58 @@ def test_a_module_changed_while_the_node_runs_is_described_again_at_check(
     with pytest.raises(TargetNotAllowed, match=r"cannot be used until its module is fixed.*half-saved file"):
         registry.check("reports", "daily", {"to": "x"})
     assert [row["target"] for row in registry.describe()] == ["backup", "hook"]
+
+
+def test_one_look_stats_a_module_once_for_every_run_it_covers_and_the_next_block_looks_again(
+    targets: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
+    looks: list[str] = []
+    real = registry_module.fingerprint
+
+    def counting(files: Any) -> Any:
+        looks.append(threading.current_thread().name)
+        return real(files)
+
+    monkeypatch.setattr(registry_module, "fingerprint", counting)
+    module = tmp_path / "scripts" / "reports.py"
+    with registry.one_look():
+        for _ in range(5):
+            registry.checked("reports", "daily", {"to": "x"})
+        # A run on another thread in the meantime (one that had to start a worker) looks for itself.
+        other = threading.Thread(target=registry.check, args=("reports", "weekly", {}), name="other")
+        other.start()
+        other.join()
+        module.write_text(module.read_text() + "\n@cronwright.action\ndef monthly() -> None: ...\n")
+        os.utime(module, ns=(2, 2))
+        with pytest.raises(TargetNotAllowed):  # this block's look came before the edit
+            registry.check("reports", "monthly", {})
+    assert looks == ["MainThread", "other"]
+    with registry.one_look():  # the next pass's first run sees the edit, and describes the module again
+        registry.check("reports", "monthly", {})
+        described = len(looks)
+        registry.check("reports", "monthly", {})
+        assert len(looks) == described
+    registry.check("reports", "monthly", {})  # outside a block, each run looks
+    registry.check("reports", "monthly", {})
+    assert len(looks) == described + 2
+
+
+def test_one_look_never_covers_a_broken_module_so_its_fix_lands_at_the_next_run(
+    targets: dict[str, Any], tmp_path: Path
+) -> None:
+    registry = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
+    module = tmp_path / "scripts" / "reports.py"
+    good = module.read_text()
+    with registry.one_look():
+        module.write_text("raise ImportError('half-saved file')\n")
+        os.utime(module, ns=(3, 3))
+        # Nested: the outer block's looks count (none yet for this target).
+        with registry.one_look(), pytest.raises(TargetNotAllowed, match="half-saved file"):
+            registry.check("reports", "daily", {"to": "x"})
+        module.write_text(good + "\n@cronwright.action\ndef monthly() -> None: ...\n")
+        os.utime(module, ns=(4, 4))
+        registry.check("reports", "monthly", {})  # the fixed module, described again in the same block
 
 
 def test_relative_paths_are_read_from_the_config_files_folder(

@@ -139,6 +139,11 @@ class TargetRunner:
             message = masker.mask_cut_end(message[: MESSAGE_LIMIT - 1]) + "…"
         return Result(Outcome(finished.kind), message, took_ms, render_output(finished.output, masker))
 
+    def one_look(self) -> AbstractContextManager[None]:
+        """The attempts begun on this thread in the block look at a python target's files once between
+        them (`Registry.one_look`)."""
+        return self.registry.one_look()
+
     def pumping(self) -> AbstractContextManager[Pump]:
         """While the block runs, the python calls `begin` started end on the calling thread, in its
         `Pump.wait`s, instead of on the pool's reply thread (a `tick`: see targets/replies.py)."""
