@@ -12,27 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from pump_actions import OK_AND_HANG
+
 from .blackbox import Cronwright
-
-ACTIONS = """
-import time
-import cronwright
-
-@cronwright.action
-def ok() -> str:
-    return "fine"
-
-@cronwright.action(timeout="1s")
-def hang() -> None:
-    time.sleep(60)
-"""
 
 
 @pytest.fixture
 def cw(tmp_path: Path) -> Cronwright:
     # Beats this far apart: a wait that only a beat would end outlasts the test's timeout for a command.
     world = Cronwright(tmp_path, max_concurrency=1, lease_beat="5m", lease_ttl="20m")
-    world.add_python_target(ACTIONS)
+    world.add_python_target(OK_AND_HANG)
     return world
 
 

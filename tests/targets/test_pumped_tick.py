@@ -30,23 +30,12 @@ from cronwright.targets import registry as registry_module
 from cronwright.targets.registry import build_registry
 from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
+from pump_actions import OK_AND_HANG
 
 from .conftest import PYTHON, config, write_module
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
-ACTIONS = """
-    import time
-    import cronwright
-
-    @cronwright.action
-    def ok() -> str:
-        return "fine"
-
-    @cronwright.action(timeout="1s")
-    def hang() -> None:
-        time.sleep(60)
-"""
 
 # A tick's lease beats come this far apart: a wait that only a beat ended would outlast the test's join.
 LONG_BEAT = timedelta(hours=1)
@@ -79,7 +68,7 @@ class Ticking:
 
 @pytest.fixture
 def ticking(tmp_path: Path) -> Iterator[Ticking]:
-    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    write_module(tmp_path / "scripts", "acts", OK_AND_HANG)
     targets = {
         "acts": {"kind": "python", "module": "acts", "path": ["scripts"]},
         "sh": {"kind": "command", "actions": {"true": {"argv": [PYTHON, "-c", "pass"]}}},
