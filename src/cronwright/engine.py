@@ -400,6 +400,11 @@ def _occurrence(job: Job, flight: InFlight, now: datetime) -> Occurrence:
     )
 
 
+def occurrence_of(job: Job, flight: InFlight) -> Occurrence:
+    """The attempt `flight` as it was handed to its runner when it started."""
+    return _occurrence(job, flight, flight.started_at)
+
+
 def _tend_running(job: Job, now: datetime, rules: Rules) -> Decision:
     if held_elsewhere(job, rules):
         return Decision(job)  # its flights run on another node, which starts its attempts too
@@ -688,11 +693,15 @@ def release(job: Job, fire_id: str | None = None) -> Job:
     (default: the job's only one in flight).
 
     The claim's write landed though its node never heard so, and the node, which knows what it
-    dispatched, never ran the attempt. Nothing ran, so nothing is recorded: the job returns to where
-    it was before the claim, its occurrence (and fire_id) not yet started, and the next pass decides
-    it afresh. A due occurrence then fires if it is still within its grace, or the misfire policy
-    applies (a one-shot always fires its late run); a retry is retried; a manual run, whose request
-    was answered with an error, is not started.
+    dispatched, never ran the attempt. Nothing ran, so nothing is recorded: the job's timetable returns
+    to where it was before the claim, its occurrence not yet started, and the next pass decides it
+    afresh. A due occurrence then fires if it is still within its grace, or the misfire policy applies
+    (a one-shot always fires its late run); a retry is retried; a manual run, whose request was
+    answered with an error, is not started.
+
+    The fire_id is never given back: allocation only moves forward, so a fire_id names at most one
+    occurrence whatever happens (a target that deduplicates by fire_id never drops a genuine one). The
+    occurrence fires again under a fresh fire_id; a retry or handed-off run keeps its own.
     """
     flight = job.in_flight if fire_id is None else job.flight(fire_id)
     assert flight is not None and flight.node is not None
@@ -700,9 +709,7 @@ def release(job: Job, fire_id: str | None = None) -> Job:
         # A retry, or a handed-off run_now, waits again for a pass to take it.
         waiting = replace(flight, attempt=flight.attempt - 1, node=None, retry_at=flight.started_at)
         return job.with_flight(waiting)
-    # Its fire_id is given back too, unless a later occurrence took the next one (overlap allow).
-    latest = flight.fire_id == f"{job.id}-{job.occurrences}"
-    armed = job.without_flight(flight.fire_id).evolve(occurrences=job.occurrences - (1 if latest else 0))
+    armed = job.without_flight(flight.fire_id)
     if armed.in_flight is None:
         armed = armed.evolve(state=State.ACTIVE)
     elif job.next_run_at is not None and job.next_run_at < flight.scheduled_for:

@@ -138,5 +138,10 @@ class DoubleRun(StoreError):
         )
 
 
+class OutcomeUnknown(StoreError):
+    """A write was sent, the store stopped answering, and no read back could tell whether it landed
+    (semantic 29). Never "nothing changed": the message says how to find out what happened."""
+
+
 class StoreCorrupt(StoreError):
     """The store file is not a cronwright store, or is damaged. It is left untouched."""

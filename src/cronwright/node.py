@@ -27,16 +27,16 @@ from cronwright import engine, planner
 from cronwright.audit import AuditEntry
 from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import Clock
-from cronwright.dispatch import Dispatcher, Finished
+from cronwright.dispatch import Attempt, Dispatcher, Finished, attempt_of
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
 from cronwright.events import EventSink
 from cronwright.lease import LeaseKeeper, StepGuard
-from cronwright.model import InFlight, Job, Occurrence, Persistence, Run
+from cronwright.model import InFlight, Job, Occurrence, Outcome, Persistence, Result, Run
 from cronwright.notify import detect
 from cronwright.notify.alerting import Alerting, StoreTransitions
 from cronwright.notify.model import Alert, Notification
 from cronwright.runner import Runner
-from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Store, Write
+from cronwright.store.base import LEASE_BEAT, LEASE_TTL, Backend, Flushed, Store, Write
 from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
@@ -133,6 +133,15 @@ class Node:
         # A claim's write failed and could not be read back: it may have landed. Until a pass has
         # reconciled this node's rows with what it runs, passes come soon.
         self._unsettled = False
+        # The dispatch's own record of what it never started (semantic 29): the claims this node made
+        # whose write was not durable, and which it has not started since, with the monotonic second
+        # of the claim. Only these may ever be given back; a row held for any other attempt is one
+        # this node ran.
+        self._unstarted: dict[Attempt, float] = {}
+        # The outcomes of attempts this node ran whose finishing write is not durable yet (kept in
+        # memory while the store fails, or lost to another writer): if the row moves on meanwhile (a
+        # peer's overlap skip), they are decided again on the row as it is, never guessed.
+        self._unwritten: dict[Attempt, Finished] = {}
         self._lock = threading.RLock()
         self._wake = threading.Event()
         # Set with `_wake` by everything but a finished run: a wake-up that only a finished run caused,
@@ -171,12 +180,16 @@ class Node:
             now = self.clock.now()
             finished = self.runs.drain()
             try:
-                self.store.flush()
+                self._rewrite_dropped(self.store.flush(), now)
                 beaten = self._beat(now)
             except Exception:
                 # While the store fails (a full disk), the beat fails the pass; the outcomes are kept in
-                # memory first (`degraded`, visible to reads) and flushed by a later pass.
-                self._record_all(finished, now)
+                # memory first (`degraded`, visible to reads) and flushed by a later pass. Where even the
+                # read they are decided on fails (the store is out of reach), they wait for a later pass.
+                try:
+                    self._record_all(finished, now)
+                except StoreError:
+                    self.runs.requeue(finished)
                 raise
             report = PassReport()
             try:
@@ -226,37 +239,114 @@ class Node:
         self._lease.busy(busy)
 
     def _reconcile(self) -> None:
-        """Gives back this node's claims that landed unbeknown to it, and never started (semantic 29).
+        """Settles the rows that say this node runs an attempt it does not run now (semantic 29).
 
-        A claim whose write failed, and could not be read back, never runs; if it landed all the same,
-        its row says `running` on this node while nothing runs it. The node knows what it started, so a
-        row it holds for an attempt it never started is released (engine.release), and the pass goes on
-        to decide that job afresh: it fires if still on time, else the misfire policy applies. An
-        attempt this node did start is never released. Done while unsettled, and at each beat, since
-        a commit may land a moment after a read back found it missing.
+        Never by guessing. A claim whose write failed, and could not be read back, never runs; if it
+        landed all the same, its row says `running` on this node while nothing runs it. The dispatch
+        keeps its own record of such claims (`_unstarted`), so only an attempt this node knows it never
+        started is given back (engine.release): the pass goes on to decide that job afresh, under a
+        new fire_id. Any other such row is of an attempt this node did start and that ended, whose
+        finishing write did not land: it is recorded from what is known, its outcome if the node kept
+        it, else `interrupted`, and never run again. Done while unsettled, and at each beat, since a
+        commit may land a moment after a read back found it missing.
 
         The same read finds the attempts that overlap replace asked this node to stop, whichever node
         decided it: so a holder stops one within a beat, or at once when a peer's change wakes it.
         """
         held = self.store.held(self.id)
-        stranded = [(job, self._never_started(job)) for job in held]
-        stranded = [(job, flights) for job, flights in stranded if flights]
         for job in held:
             self._stop_if_replaced(job)
+        stranded: list[tuple[Job, list[InFlight]]] = []
+        ended: list[Finished] = []
+        for job in held:
+            idle = self._not_running(job)
+            back = [flight for flight in idle if self._never_started(job, flight)]
+            if back:
+                stranded.append((job, back))
+            ended += [self._ended(job, flight) for flight in idle if flight not in back]
+        self._forget_old_claims()
+        if ended:
+            self._record_ended(ended)
         # Written like a claim (kept nowhere if it fails): a release that fails is found again.
         released = [engine.release_all(job, [f.fire_id for f in flights]) for job, flights in stranded]
         written = self.store.save([], claims=released) if stranded else []
         for (job, flights), outcome in zip(stranded, written, strict=True):
             if outcome is Write.DURABLE:
                 for flight in flights:
+                    self._unstarted.pop((job.id, flight.fire_id, flight.attempt), None)
                     log.warning(
-                        "%s attempt %d of '%s' was claimed by a write whose reply was lost, and never"
-                        " started: it is given back to the schedule",
+                        "%s attempt %d of '%s' was claimed by a write whose reply was lost, and this node"
+                        " never started it: it is given back to the schedule (a later firing takes a new"
+                        " fire_id)",
                         flight.fire_id,
                         flight.attempt,
                         job.name,
                     )
         self._unsettled = any(outcome is not Write.DURABLE for outcome in written)
+
+    def _not_running(self, job: Job) -> list[InFlight]:
+        """The attempts of `job` that its row says run here, and that this process does not run now."""
+        return [
+            flight
+            for flight in job.flights
+            if flight.node == self.id and not self.runs.started((job.id, flight.fire_id, flight.attempt))
+        ]
+
+    def _never_started(self, job: Job, flight: InFlight) -> bool:
+        """Whether the dispatch's own record says this node claimed `flight` and never started it."""
+        return (job.id, flight.fire_id, flight.attempt) in self._unstarted
+
+    def _ended(self, job: Job, flight: InFlight) -> Finished:
+        """An attempt this node started, not running now, whose row still says it runs here: its outcome
+        as this node kept it, or `interrupted` if it has none (it is never run again)."""
+        kept = self._unwritten.get((job.id, flight.fire_id, flight.attempt))
+        if kept is not None:
+            return kept
+        log.warning(
+            "%s attempt %d of '%s' started on this node, and its outcome is lost: it is recorded"
+            " interrupted, never run again",
+            flight.fire_id,
+            flight.attempt,
+            job.name,
+        )
+        why = f"node {self.id} ran it, and lost its outcome before it could be recorded"
+        return engine.occurrence_of(job, flight), Result(Outcome.INTERRUPTED, why)
+
+    def _record_ended(self, ended: list[Finished]) -> None:
+        """Records attempts that ended here and whose rows still hold them, on the rows as they are.
+
+        An outcome this node kept has its run row written already (or waiting in memory with the
+        store), so only the job is decided again; an `interrupted` one gets its row now."""
+        now = self.clock.now()
+        known = [item for item in ended if attempt_of(item[0]) in self._unwritten]
+        lost = [item for item in ended if attempt_of(item[0]) not in self._unwritten]
+        if known:
+            self._record_all(known, now, with_runs=False)
+        if lost:
+            self._record_all(lost, now)
+
+    def _rewrite_dropped(self, flushed: Flushed, now: datetime) -> None:
+        """After a flush: kept jobs written are settled; a kept job whose row moved on (a peer's overlap
+        skip while this node was cut off) is decided again, on that row, from the outcomes it held."""
+        for key in [key for key in self._unwritten if key[0] in flushed.written]:
+            del self._unwritten[key]
+        redo = [item for key, item in self._unwritten.items() if key[0] in flushed.dropped]
+        if not redo:
+            return
+        rows = self.store.get_many(list({occurrence.job_id for occurrence, _ in redo}))
+        still = [item for item in redo if _holds(rows.get(item[0].job_id), item[0], self.id)]
+        for occurrence, _ in redo:
+            if not _holds(rows.get(occurrence.job_id), occurrence, self.id):
+                # Concluded already: its own write had landed unheard, or a peer recorded it.
+                self._unwritten.pop(attempt_of(occurrence), None)
+        if still:
+            self._record_all(still, now, with_runs=False)
+
+    def _forget_old_claims(self) -> None:
+        """A claim not seen landed within several leases never will: its record is let go."""
+        oldest = self.clock.monotonic() - 4 * self.settings.lease_ttl.total_seconds()
+        for key in [key for key, claimed in self._unstarted.items() if claimed < oldest]:
+            del self._unstarted[key]
 
     def _stop_if_replaced(self, job: Job) -> None:
         """Stops the attempt this node runs for `job` if overlap replace asked it to (semantic 34)."""
@@ -264,19 +354,19 @@ class Node:
         if flight is not None and flight.cancel and flight.node == self.id:
             self.runs.cancel((job.id, flight.fire_id, flight.attempt))
 
-    def _never_started(self, job: Job) -> list[InFlight]:
-        """The attempts of `job` that its row says run here, and this process never started."""
-        return [
-            flight
-            for flight in job.flights
-            if flight.node == self.id and not self.runs.started((job.id, flight.fire_id, flight.attempt))
-        ]
-
     def _won(self, outcome: Write) -> bool:
         """Whether a claim's write made it this node's to run; one of unknown outcome is reconciled."""
         if outcome is Write.UNKNOWN:
             self._unsettled = True
         return outcome is Write.DURABLE
+
+    def _claimed(self, fire: Occurrence | None, outcome: Write) -> bool:
+        """As `_won`, for a claim of the attempt `fire`: one not won is noted as never started here,
+        the one record that lets a reconcile give it back if its write landed unheard."""
+        won = self._won(outcome)
+        if not won and fire is not None:
+            self._unstarted[attempt_of(fire)] = self.clock.monotonic()
+        return won
 
     def _recover(self, now: datetime, report: PassReport) -> None:
         if not self._step_guard.may_judge(now, self.clock.monotonic()):
@@ -378,7 +468,7 @@ class Node:
             report.skipped += plan.skipped
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
-                if self._won(outcome):
+                if self._claimed(decision.fire, outcome):
                     self._emit(decision)
                     report.skipped += planner.skipped(decision)
                     assert decision.fire is not None
@@ -430,6 +520,7 @@ class Node:
     # --- attempts -------------------------------------------------------------------------------
 
     def _dispatch(self, job: Job, occurrence: Occurrence) -> None:
+        self._unstarted.pop(attempt_of(occurrence), None)  # started now, whatever an earlier claim did
         self.runs.start(job, occurrence)
         self._track_runs()
 
@@ -449,6 +540,12 @@ class Node:
             # Another writer changed these jobs first (an overlap skip on another node, say): read them
             # again and decide again; their runs are already in the history.
             with_runs = False
+        for occurrence, result in pending:
+            # Still losing to other writers: kept, and decided again when a reconcile finds the row.
+            log.warning(
+                "the outcome of %s lost %d writes in a row; it is kept", occurrence.fire_id, CAS_TRIES
+            )
+            self._unwritten[attempt_of(occurrence)] = (occurrence, result)
         self.runs.freed(done)
         self._track_runs()
 
@@ -501,8 +598,14 @@ class Node:
 
     def _recorded(self, ended: list[Finished], decision: engine.Decision, outcome: Write) -> None:
         """The outcomes `ended` are written (or wait in memory to be) by `decision`."""
-        for occurrence, _ in ended:
+        for occurrence, result in ended:
             self.runs.recorded(occurrence)
+            if outcome is not Write.DURABLE:
+                self._unwritten[attempt_of(occurrence)] = (occurrence, result)
+        if outcome is Write.DURABLE:
+            # Decided on the row as this node saw it, its kept outcomes included: all settled now.
+            for key in [key for key in self._unwritten if key[0] == decision.job.id]:
+                del self._unwritten[key]
         if outcome is Write.DURABLE and decision.job.in_flight is not None:
             # The job's other attempts here (overlap allow) are decided on the row as written now.
             self.runs.wrote(decision.job.evolve(version=decision.job.version + 1))
@@ -615,7 +718,8 @@ class Node:
                 decision = engine.run_now(job, now, self.rules)
                 self._beat(now, force=True)
                 entries = [audit(job, decision.job)] if audit is not None else []
-                if self._won(self.store.save([decision.job], keep=False, audit=entries)[0]):
+                written = self.store.save([decision.job], keep=False, audit=entries)[0]
+                if self._claimed(decision.fire, written):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self._dispatch(claimed, decision.fire)
@@ -663,7 +767,7 @@ class Node:
                 decision = None if job is None else engine.take(job, self.clock.now(), self.rules)
                 if decision is None:
                     return None
-                if self._won(self.store.save([], claims=[decision.job])[0]):
+                if self._claimed(decision.fire, self.store.save([], claims=[decision.job])[0]):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self._dispatch(claimed, decision.fire)
@@ -847,3 +951,9 @@ class Node:
                 except StoreError as error:
                     log.warning("this node's claims could not be reconciled before it stopped: %s", error)
         self.store.forget(self.id)
+
+
+def _holds(job: Job | None, occurrence: Occurrence, node: str) -> bool:
+    """Whether `job`'s row still says `node` runs that attempt."""
+    flight = None if job is None else job.flight(occurrence.fire_id)
+    return flight is not None and flight.attempt == occurrence.attempt and flight.node == node

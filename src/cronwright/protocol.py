@@ -21,6 +21,7 @@ from cronwright.declare.requests import MODELS, example
 from cronwright.errors import (
     InvalidJson,
     MessageTooLarge,
+    OutcomeUnknown,
     Refusal,
     StoreCorrupt,
     StoreError,
@@ -100,6 +101,9 @@ class Protocol:
             reply = self._act(request, source)
         except Refusal as refusal:
             reply = refusal.reply()
+        except OutcomeUnknown as error:
+            log.warning("a write of unknown outcome: %s", error)
+            reply = {"ok": False, "error": "outcome_unknown", "message": str(error)}
         except StoreError as error:
             log.warning("store failure: %s", error)
             # A damaged store stays damaged: "try again" would send the caller round in circles.

@@ -103,7 +103,7 @@ def scenario(harness: Harness, fault: Fault, caplog: pytest.LogCaptureFixture) -
     assert harness.call("status")["node"]["persistence"] == "persisted"
     # Both ways out of doubt were taken: a write read back as landed, and a claim given back.
     assert "had landed, as reading it back shows" in caplog.text
-    assert "never started: it is given back to the schedule" in caplog.text
+    assert "never started it: it is given back to the schedule" in caplog.text
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------

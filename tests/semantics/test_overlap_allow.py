@@ -13,6 +13,7 @@ from cronwright.clock import ManualClock
 from cronwright.events import EventKind
 from cronwright.model import InFlight, Job, Occurrence, Result, State
 from cronwright.store.sqlite import SqliteStore
+from lost_replies import LostReplies
 
 
 @dataclass
@@ -188,10 +189,50 @@ def test_a_backfill_never_queues_an_occurrence_running_beside_another(
         runner.close()
 
 
-def test_claims_that_landed_unbeknown_are_given_back_and_nothing_is_interrupted(
+def test_a_claim_that_landed_unbeknown_beside_a_running_one_is_given_back_and_the_running_one_kept(
+    clock: ManualClock,
+) -> None:
+    # 1-1 runs; the claim of 1-2 lands, but its reply is lost and no read back can tell (semantic 29).
+    store = LostReplies()
+    runner = GatedRunner()
+    harness = make_harness(store, clock, runner=runner, node_id="node-x")
+    try:
+        harness.create("long", {"every": "1m"}, overlap="allow")
+        harness.clock.set(at("2026-03-02T09:01:00+01:00"))
+        assert harness.node.run_pass().fired == ["1-1"]
+        assert runner.arrived.acquire(timeout=5)
+        harness.clock.set(at("2026-03-02T09:02:00+01:00"))
+        store.lose, store.dark_after_loss = 1, True
+        assert harness.node.run_pass().fired == []  # not started: the claim may not be this node's
+        stored = store.find("long")
+        assert stored is not None and [f.fire_id for f in stored.flights] == ["1-1", "1-2"]
+
+        store.unreachable = store.dark_after_loss = False
+        harness.clock.set(at("2026-03-02T09:02:20+01:00"))
+        # The node knows it never started 1-2: given back, the 09:02 occurrence is due again, within its
+        # grace, and fires under a fresh fire_id; 1-1, which it did start, is left running.
+        assert harness.node.run_pass().fired == ["1-3"]
+        runner.gate("1-1").set()
+        runner.gate("1-3").set()
+        harness.node.wait_for_runs(5)
+        harness.node.record_finished()
+    finally:
+        runner.close()
+    assert sorted((c.fire_id, c.scheduled_for) for c in runner.calls) == [
+        ("1-1", at("2026-03-02T09:01:00+01:00")),
+        ("1-3", at("2026-03-02T09:02:00+01:00")),
+    ]
+    history = harness.ok("history", name="long")["runs"]
+    assert sorted((run["fire_id"], run["outcome"]) for run in history) == [("1-1", "ok"), ("1-3", "ok")]
+    shown = harness.job("long")
+    assert (shown["state"], shown["in_flight"], shown["skipped"]["misfire"]) == ("active", 0, 0)
+
+
+def test_rows_held_for_attempts_this_node_never_claimed_are_recorded_interrupted_never_given_back(
     tmp_path: Path, clock: ManualClock
 ) -> None:
-    # Two claims of one allow job landed for this node, whose replies were lost: it never started them.
+    # The row says node-x runs 1-1 and 1-2, and node-x has no record of either: reconciliation never
+    # guesses that they did not start. They are recorded interrupted, never run, and no fire_id is reused.
     store = SqliteStore(tmp_path / "cronwright.db")
     harness = make_harness(store, clock, node_id="node-x", boot=False)
     harness.create("long", {"every": "1m"}, overlap="allow")
@@ -207,13 +248,12 @@ def test_claims_that_landed_unbeknown_are_given_back_and_nothing_is_interrupted(
     harness.clock.set(at("2026-03-02T09:02:05+01:00"))
     harness.node.boot()
     harness.clock.set(at("2026-03-02T09:02:20+01:00"))
-    harness.node.run_pass()  # a beat's pass reconciles: both are given back, and it decides afresh
-    harness.node.wait_for_runs()
-    # Given back, the oldest (09:01) is due again; past its grace it is missed, and 09:02 runs, on the
-    # fire_id that was never used.
-    assert [(c.fire_id, c.scheduled_for) for c in harness.runner.calls] == [
-        ("1-1", at("2026-03-02T09:02:00+01:00"))
+    harness.node.run_pass()
+    assert harness.runner.calls == []
+    history = harness.ok("history", name="long")["runs"]
+    assert sorted((run["fire_id"], run["outcome"]) for run in history) == [
+        ("1-1", "interrupted"),
+        ("1-2", "interrupted"),
     ]
-    shown = harness.job("long")
-    assert (shown["state"], shown["in_flight"], shown["skipped"]["misfire"]) == ("active", 0, 1)
-    assert [run["outcome"] for run in harness.ok("history", name="long")["runs"]] == ["ok"]
+    harness.clock.set(at("2026-03-02T09:03:00+01:00"))
+    assert harness.node.run_pass().fired == ["1-3"]

@@ -9,44 +9,13 @@ front of PostgreSQL, a SQLite commit that raises after writing) are in tests/fau
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 
 import pytest
 
 from conftest import Harness, at, make_harness
-from cronwright.audit import AuditEntry
 from cronwright.clock import ManualClock
-from cronwright.errors import StoreError
-from cronwright.model import Job, Outcome, Run
-from cronwright.notify.model import Notification
-from cronwright.store.memory import MemoryStore
-
-
-class LostReplies(MemoryStore):
-    """A memory store whose next `lose` saves land, then raise; reads back fail while `unreachable`."""
-
-    lose = 0
-    dark_after_loss = False  # out of reach from the moment a reply is lost
-    unreachable = False
-
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
-        written = super().save(jobs, runs, audit, notes)
-        if self.lose:
-            self.lose -= 1
-            self.unreachable = self.dark_after_loss
-            raise StoreError("the connection dropped after COMMIT was sent")
-        return written
-
-    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
-        if self.unreachable:
-            raise StoreError("the store is out of reach")
-        return super().get_many(job_ids)
+from cronwright.model import Job, Outcome
+from lost_replies import LostReplies
 
 
 @pytest.fixture
@@ -87,12 +56,14 @@ def test_a_claim_of_unknown_outcome_is_given_back_and_fires_once_at_the_next_pas
 
     store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
     lossy.clock.set(at("2026-03-02T10:00:01+01:00"))
-    assert lossy.node.run_pass().fired == ["1-1"]  # given back, and fired within its grace
+    # Given back, and fired within its grace, under a fresh fire_id: 1-1 named a claim that never ran,
+    # and allocation never moves backward, so no fire_id ever names two occurrences.
+    assert lossy.node.run_pass().fired == ["1-2"]
     lossy.node.wait_for_runs(5)
     lossy.node.record_finished()
 
-    assert [(call.fire_id, call.attempt) for call in lossy.runner.calls] == [("1-1", 1)]
-    assert [(run.fire_id, run.outcome) for run in lossy.raw_store.runs(1)] == [("1-1", Outcome.OK)]
+    assert [(call.fire_id, call.attempt) for call in lossy.runner.calls] == [("1-2", 1)]
+    assert [(run.fire_id, run.outcome) for run in lossy.raw_store.runs(1)] == [("1-2", Outcome.OK)]
     assert lossy.job("report")["state"] == "active"
 
 
@@ -186,3 +157,42 @@ def test_runs_kept_in_memory_after_a_landed_save_are_replayed_without_a_double(l
     assert [run.fire_id for run in lossy.raw_store.runs(1)] == ["1-1"]
     lossy.clock.set(at("2026-03-02T09:02:00+01:00"))
     assert lossy.node.run_pass().fired == ["1-2"]
+
+
+def test_a_create_whose_reply_was_lost_and_read_back_shows_it_landed_is_answered_created(
+    lossy: Harness,
+) -> None:
+    store_of(lossy).lose = 1
+    reply = lossy.call("create_job", job={"name": "report", "target": "reports", "action": "daily",
+                                          "schedule": {"cron": "0 10 * * *"}})  # fmt: skip
+    assert reply["ok"] is True and reply["job"]["name"] == "report"
+
+
+def test_a_create_that_may_have_landed_is_never_answered_nothing_changed(lossy: Harness) -> None:
+    lose_a_reply_unseen(lossy)  # the insert lands, and no read back can tell
+    reply = lossy.call("create_job", job={"name": "report", "target": "reports", "action": "daily",
+                                          "schedule": {"cron": "0 10 * * *"}})  # fmt: skip
+    assert reply["ok"] is False
+    assert reply["error"] == "outcome_unknown"  # not store_unavailable: that says nothing changed
+    assert "may have been created" in reply["message"] and "get" in reply["message"]
+    store_of(lossy).unreachable = False
+    assert lossy.job("report")["name"] == "report"  # as the answer warned: it had landed
+
+
+def test_a_create_that_a_node_fired_before_the_read_back_is_still_found_landed(lossy: Harness) -> None:
+    # Read back finds the row moved on (another node fired it at once): it is the same job all the same.
+    store = store_of(lossy)
+    original = LostReplies.find
+
+    def fired_meanwhile(self: LostReplies, name: str) -> Job | None:
+        found = original(self, name)
+        return None if found is None else found.evolve(version=found.version + 2)
+
+    store.lose = 1
+    LostReplies.find = fired_meanwhile  # type: ignore[method-assign]
+    try:
+        reply = lossy.call("create_job", job={"name": "now", "target": "reports", "action": "daily",
+                                              "run_at": "2026-03-02T09:00:00+01:00"})  # fmt: skip
+    finally:
+        LostReplies.find = original  # type: ignore[method-assign]
+    assert reply["ok"] is True and reply["job"]["name"] == "now"

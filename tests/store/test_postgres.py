@@ -27,7 +27,7 @@ from cronwright.events import MemorySink
 from cronwright.model import AtSchedule, InFlight, Job, State
 from cronwright.node import Node, NodeSettings
 from cronwright.store import open_store
-from cronwright.store.postgres import PostgresStore, quoted, schema_version, upgrade
+from cronwright.store.postgres import SKEW_WARNING, PostgresStore, quoted, schema_version, upgrade
 from cronwright.store.resilient import ResilientStore
 
 CRONWRIGHT = Path(sys.executable).parent / "cronwright"
@@ -380,6 +380,27 @@ def test_beats_are_shown_on_the_databases_clock(open_: Callable[..., PostgresSto
     assert before - timedelta(seconds=5) < beat.beat_at < before + timedelta(seconds=5)
     assert beat.started_at == beat.beat_at
     assert "this node's clock is +3600" in store.state
+
+
+def test_a_beat_that_waited_on_a_stalled_store_is_not_taken_for_a_clock_skew(
+    open_: Callable[..., PostgresStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 39: a node's first reading after a hang said its clock was "18.7 s behind the database's",
+    # which was its own stall, then "agrees again" a moment later. Here the store's one connection is
+    # held (its create lock, as a create holds it) for longer than the warning's threshold, so the beat
+    # reaches the server late: the database reads its clock that much after the node read its own.
+    store = open_(pool_size=1)
+    store.beat("node-stalled", datetime.now(UTC))
+    with store.exclusive():
+        beating = threading.Thread(target=lambda: store.beat("node-stalled", datetime.now(UTC)))
+        beating.start()
+        beating.join(SKEW_WARNING.total_seconds() + 1.5)  # the beat waits for the connection meanwhile
+        assert beating.is_alive()
+    beating.join(10)
+    assert "the database's" not in caplog.text
+    assert "off the database's" not in store.state
+    store.beat("node-stalled", datetime.now(UTC) - timedelta(minutes=5))  # a real skew is still told
+    assert "300" in caplog.text and "behind the database's" in caplog.text
 
 
 # -- NOTIFY ----------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ STATUS = {
     "at_max_concurrency": 429,
     "rate_limited": 429,
     "store_unavailable": 503,
+    "outcome_unknown": 503,
 }
 
 Reply = dict[str, Any]

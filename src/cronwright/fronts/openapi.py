@@ -35,7 +35,8 @@ REFUSALS = {
     "413": "The body is over max_message_bytes (message_too_large); it was not parsed.",
     "429": "The node is at max_concurrency (at_max_concurrency), or the source made more changes than "
     "its max_mutations_per_minute (rate_limited, with retry_after and a Retry-After header).",
-    "503": "The store failed (store_unavailable); try again.",
+    "503": "The store failed (store_unavailable: nothing changed; try again), or stopped answering while a"
+    " create was written (outcome_unknown: it may have landed; `get` it by name before trying again).",
 }
 READ_CODES = ("400", "404", "503")
 

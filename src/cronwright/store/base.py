@@ -272,6 +272,14 @@ class Write(StrEnum):
     UNKNOWN = "unknown"  # a claim whose write failed, and no read back could tell whether it landed
 
 
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    """What a `Store.flush` did with the jobs that waited in memory, by id."""
+
+    written: frozenset[int] = frozenset()  # durable now
+    dropped: frozenset[int] = frozenset()  # their rows had moved on: not written, and no longer kept
+
+
 class Store(Outbox, Protocol):
     """The one interface the node and the service write with: a `Backend` (`inner`) plus degraded mode
     and answers for writes of unknown outcome.
@@ -339,10 +347,10 @@ class Store(Outbox, Protocol):
         """
         ...
 
-    def flush(self) -> None:
+    def flush(self) -> Flushed:
         """Writes again what waits in memory (each pass begins with it). A kept job whose row moved on
         meanwhile (another writer, or its own write that had landed unheard) is dropped: the row is the
-        truth."""
+        truth, and the caller, told which, decides again on it what the kept job recorded."""
         ...
 
     def delete(self, job_id: int, audit: AuditEntry | None = None) -> tuple[Job | None, Persistence]:

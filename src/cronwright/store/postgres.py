@@ -30,6 +30,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -570,10 +571,14 @@ class PostgresStore(SqlJobReads, SqlOutbox):
     # -- runs, beats, counts -----------------------------------------------------------------------
 
     def beat(self, node: str, now: datetime) -> None:
+        sent = time.monotonic()
         with self._session(write=True) as connection:
             row = connection.execute(_Q["beat"], (node, now, now)).fetchone()
         if row is not None:
-            self._measure_skew(now - _utc(row[0]))
+            # The database read its clock somewhere between `sent` and now: a beat that waited (for a
+            # connection, a stalled server, a paused process) reads late, which is no skew of the clocks.
+            waited = timedelta(seconds=time.monotonic() - sent)
+            self._measure_skew(now - _utc(row[0]), now + waited - _utc(row[0]))
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         """As `Store.due`; while other nodes beat, this node's share of the earliest due rows comes first
@@ -584,7 +589,17 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         window = (max(limit, 0) + len(self._unreadable)) * nodes
         return self._read_up_to(_Q["due_shared"], (now, window, nodes, rank), limit)
 
-    def _measure_skew(self, skew: timedelta) -> None:
+    def _measure_skew(self, low: timedelta, high: timedelta) -> None:
+        """Judges this node's clock against the database's, from a reading whose skew lies between
+        `low` and `high` (how long the round trip took): only what the whole range says is told. A
+        range too wide to tell (a stall) changes nothing, so a stall is never reported as a skew that
+        then "agrees again" a moment later."""
+        if low > SKEW_WARNING or high < -SKEW_WARNING:
+            skew = low if low > SKEW_WARNING else high  # the least the clocks can be apart
+        elif low >= -SKEW_WARNING and high <= SKEW_WARNING:
+            skew = (low + high) / 2
+        else:
+            return
         with self._lock:
             before, self._skew = self._skew, skew
         was_off = before is not None and abs(before) > SKEW_WARNING

@@ -31,16 +31,16 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from cronwright.audit import AuditEntry
-from cronwright.errors import DoubleRun, StoreError
+from cronwright.errors import DoubleRun, OutcomeUnknown, StoreCorrupt, StoreError
 from cronwright.events import Event, EventKind, EventSink
 from cronwright.model import Job, Persistence, Run, State
 from cronwright.notify.model import Notification
-from cronwright.store.base import LEASE_TTL, Backend, NodeBeat, Write
+from cronwright.store.base import LEASE_TTL, Backend, Flushed, NodeBeat, Write
 
 log = logging.getLogger("cronwright.store")
 
 
-__all__ = ["ResilientStore", "StoreAlerts", "Write"]
+__all__ = ["Flushed", "ResilientStore", "StoreAlerts", "Write"]
 
 
 class StoreAlerts(Protocol):
@@ -94,23 +94,26 @@ class ResilientStore:
 
     def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         """Stores a new job. A failed insert that landed all the same (its reply was lost) is found by
-        reading back, and answered as the insert it was (its entry landed with it, in its transaction)."""
+        reading back, and answered as the insert it was (its entry landed with it, in its transaction).
+        One that no read back can tell about raises `OutcomeUnknown`, never a plain failure: the caller
+        must not be told that nothing changed."""
         try:
             return self.inner.insert(job, audit)
-        except StoreError:
-            landed = self._inserted(job)
-            if landed is None:
+        except StoreError as error:
+            if isinstance(error, StoreCorrupt):
                 raise
-            return landed
-
-    def _inserted(self, job: Job) -> Job | None:
-        try:
-            stored = self.inner.find(job.name)
-        except StoreError:
-            return None
-        if stored is not None and stored.version == 1 and stored == job.evolve(id=stored.id, version=1):
-            return stored
-        return None
+            try:
+                stored = self.inner.find(job.name)
+            except StoreError:
+                raise OutcomeUnknown(
+                    f"the store stopped answering while '{job.name}' was being created ({error}), and could"
+                    " not be read back: it may have been created. Ask for it by name (`get`) once the store"
+                    " answers; a create retried with the same dedupe_key cannot make a second one"
+                ) from error
+            if stored is not None and _same_insert(stored, job):
+                log.warning("an insert whose reply was lost had landed, as reading it back shows: %s", error)
+                return stored
+            raise
 
     def save(
         self,
@@ -259,18 +262,26 @@ class ResilientStore:
             self._failing.discard(job.id)
             self._events.emit(Event(EventKind.JOB_PERSISTENCE_RECOVERED, job.id, job.name, {}))
 
-    def flush(self) -> None:
-        """Tries again every write that waits in memory."""
+    def flush(self) -> Flushed:
+        """Tries again every write that waits in memory; says which kept jobs it wrote, and which it
+        dropped because their rows had moved on (the caller decides again on those rows)."""
         with self._lock:
             for job_id in list(self._tombstones):
                 self.delete(job_id, self._tombstone_audit.get(job_id))
             pending = list(self._pending.values())
-            if pending or self._pending_runs or self._pending_audit or self._pending_notes:
-                written = self.save(pending)
-                for job, outcome in zip(pending, written, strict=True):
-                    if outcome is Write.LOST and job.id in self._pending and self._stale(job):
-                        # The row moved on without us (another writer); the stored row is the truth.
-                        self._recovered(job)
+            if not (pending or self._pending_runs or self._pending_audit or self._pending_notes):
+                return Flushed()
+            written = self.save(pending)
+            dropped: set[int] = set()
+            for job, outcome in zip(pending, written, strict=True):
+                if outcome is Write.LOST and job.id in self._pending and self._stale(job):
+                    # The row moved on without us (another writer); the stored row is the truth.
+                    self._recovered(job)
+                    dropped.add(job.id)
+            durable = {
+                job.id for job, outcome in zip(pending, written, strict=True) if outcome is Write.DURABLE
+            }
+            return Flushed(frozenset(durable), frozenset(dropped))
 
     def _stale(self, job: Job) -> bool:
         try:
@@ -494,3 +505,15 @@ class ResilientStore:
 
     def next_due(self) -> datetime | None:
         return self.inner.next_due()
+
+
+def _same_insert(stored: Job, job: Job) -> bool:
+    """Whether `stored` is the row `job`'s insert wrote, though it may have moved on since (a node may
+    have fired it already): what never changes after a create is what it was created with."""
+    return (
+        stored.created_at == job.created_at
+        and stored.created_by == job.created_by
+        and stored.target == job.target
+        and stored.action == job.action
+        and stored.dedupe_key == job.dedupe_key
+    )
