@@ -23,3 +23,4 @@ lint: $(BIN)/cronwright
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy --strict src/
+	$(BIN)/lint-imports

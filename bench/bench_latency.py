@@ -30,7 +30,7 @@ from common import Row, at_iso, clone_rows, create_request, log, median, percent
 from product import Serve, World, wait_until
 
 from cronwright.clock import SystemClock
-from cronwright.model import Job, Occurrence, Outcome, Result
+from cronwright.core.model import Job, Occurrence, Outcome, Result
 
 
 class StartRecorder:

@@ -43,7 +43,7 @@ import psycopg
 from common import RESULTS, WORKERS, Row, log, machine, median, run_json, table
 from psycopg import sql
 
-from cronwright.model import AtSchedule, Job
+from cronwright.core.model import AtSchedule, Job
 from cronwright.store.postgres import PostgresStore
 
 SERVER = os.environ.get("CRONWRIGHT_TEST_POSTGRES") or "postgresql://postgres@127.0.0.1:5432/test"

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from common import Row
 
-from cronwright.config import parse
-from cronwright.model import EverySchedule, Job, Occurrence, Outcome
+from cronwright.config.settings import parse
+from cronwright.core.model import EverySchedule, Job, Occurrence, Outcome
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import build_registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
 
 MODULE = """

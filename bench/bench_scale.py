@@ -60,7 +60,7 @@ from common import (
 )
 
 from cronwright.clock import ManualClock
-from cronwright.sources import Source
+from cronwright.core.sources import Source
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 GROUP = 1000
@@ -191,8 +191,8 @@ def cronwright_reads(path: Path, names: list[str], lists: int, probes: bool) -> 
 def child_cronwright(path: Path) -> dict[str, float]:
     from common import NoOp
 
-    from cronwright.events import MemorySink
-    from cronwright.node import Node, NodeSettings
+    from cronwright.core.events import MemorySink
+    from cronwright.node.scheduler import Node, NodeSettings
     from cronwright.store.sqlite import SqliteStore
 
     began = time.perf_counter()

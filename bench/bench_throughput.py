@@ -27,9 +27,9 @@ import aps4
 from common import WORKERS, NoOp, Row, log, machine, median, table
 
 from cronwright.clock import ManualClock, SystemClock
-from cronwright.events import MemorySink
-from cronwright.model import AtSchedule, CronSchedule, Job
-from cronwright.node import Node, NodeSettings
+from cronwright.core.events import MemorySink
+from cronwright.core.model import AtSchedule, CronSchedule, Job
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.store.sqlite import SqliteStore
 from cronwright.timing.cron import CronExpression
 

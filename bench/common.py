@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright.allowlist import StaticAllowlist
 from cronwright.clock import Clock
-from cronwright.events import MemorySink
-from cronwright.model import Job, Occurrence, Outcome, Result
-from cronwright.node import Node, NodeSettings
+from cronwright.core.events import MemorySink
+from cronwright.core.model import Job, Occurrence, Outcome, Result
+from cronwright.core.sources import Source, operator
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.protocol import Protocol
-from cronwright.service import Limits, Service
-from cronwright.sources import Source, operator
+from cronwright.service.operations import Limits, Service
 from cronwright.store.codec import instant, micros
 from cronwright.store.sqlite import SqliteStore
+from cronwright.targets.allowlist import StaticAllowlist
 
 BENCH = Path(__file__).resolve().parent
 # The processes the bench starts (`serve`, `tick`, the python workers) run as an installed cronwright does,

@@ -12,18 +12,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwright.allowlist import StaticAllowlist
-from cronwright.calendars import NO_CALENDARS, Calendars
 from cronwright.clock import ManualClock
-from cronwright.events import MemorySink
-from cronwright.model import Job, Occurrence, Outcome, Result
-from cronwright.node import Node, NodeSettings
+from cronwright.core.calendars import NO_CALENDARS, Calendars
+from cronwright.core.events import MemorySink
+from cronwright.core.model import Job, Occurrence, Outcome, Result
+from cronwright.core.sources import operator
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.notify.alerting import Alerting
 from cronwright.protocol import Protocol
-from cronwright.service import Limits, Service
-from cronwright.sources import operator
+from cronwright.service.operations import Limits, Service
 from cronwright.store.base import Backend
 from cronwright.store.memory import MemoryStore
+from cronwright.targets.allowlist import StaticAllowlist
 
 # The `live` fixture (a real HTTP server) for tests/http and tests/mcp, which have no conftest of their own:
 # without an __init__.py there (a package named `http` or `mcp` would shadow the stdlib and the SDK), a

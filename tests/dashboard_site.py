@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cronwright.app import App
-from cronwright.fronts.http import create_app
+from cronwright.fronts.http.asgi import create_app
 from cronwright.fronts.ui.links import Links
 from serving import TOKENS, make_app
 

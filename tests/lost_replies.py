@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cronwright.audit import AuditEntry
+from cronwright.core.audit import AuditEntry
+from cronwright.core.model import Job, Run
+from cronwright.core.notifications import Notification
 from cronwright.errors import StoreError
-from cronwright.model import Job, Run
-from cronwright.notify.model import Notification
 from cronwright.store.memory import MemoryStore
 
 

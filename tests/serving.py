@@ -21,8 +21,8 @@ import pytest
 from conftest import ALLOWED, ScriptedRunner, at
 from cronwright.app import App, build
 from cronwright.clock import ManualClock
-from cronwright.config import parse
-from cronwright.fronts.http import Serving, create_app
+from cronwright.config.settings import parse
+from cronwright.fronts.http.asgi import Serving, create_app
 from cronwright.store.sqlite import SqliteStore
 
 NOW = "2026-03-02T09:00:00+01:00"

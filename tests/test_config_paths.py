@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwright.config import load
+from cronwright.config.settings import load
 
 
 def config_with_store(folder: Path, store: str) -> Path:

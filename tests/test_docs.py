@@ -43,8 +43,8 @@ def test_a_console_example_prints_what_the_docs_say(
 def test_the_observability_doc_names_every_counter_and_event_the_node_emits() -> None:
     from prometheus_client import CollectorRegistry
 
-    from cronwright.events import SKIP_REASONS, EventKind
-    from cronwright.sinks import MetricsSink
+    from cronwright.core.events import SKIP_REASONS, EventKind
+    from cronwright.telemetry.sinks import MetricsSink
 
     registry = CollectorRegistry()
     MetricsSink(registry)

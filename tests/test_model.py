@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cronwright.model import AtSchedule, InFlight, Job, Misfire, State
+from cronwright.core.model import AtSchedule, InFlight, Job, Misfire, State
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from conftest import at
-from cronwright import engine, planner
-from cronwright.dispatch import Finished
-from cronwright.events import EventKind
-from cronwright.model import EverySchedule, Job, Occurrence, Outcome, Overlap, Result, State
-from cronwright.notify.model import Transition
+from cronwright.core import engine, planner
+from cronwright.core.events import EventKind
+from cronwright.core.model import EverySchedule, Finished, Job, Occurrence, Outcome, Overlap, Result, State
+from cronwright.core.notifications import Transition
 
 T0 = at("2026-03-02T09:00:00+01:00")
 RULES = engine.Rules("node-a", misfire_grace=timedelta(seconds=60))

@@ -3,12 +3,12 @@
 # Kept light on purpose: target modules and workers import this, and the decorator imports the stdlib only.
 from typing import TYPE_CHECKING
 
+from cronwright._version import __version__
 from cronwright.targets.decorator import Context, action
 
 if TYPE_CHECKING:
     from cronwright.client import Client, Refused
 
-__version__ = "0.1.0"
 
 __all__ = ["Client", "Context", "Refused", "__version__", "action"]
 

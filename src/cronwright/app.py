@@ -8,30 +8,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cronwright.calendars import from_config
-from cronwright.changes import Changes
 from cronwright.clock import Clock, SystemClock
-from cronwright.events import EventSink, FanOut
-from cronwright.node import Node, NodeSettings, new_node_id
+from cronwright.config.calendar_tables import from_config
+from cronwright.core.events import EventSink, FanOut
+from cronwright.core.sources import Source
+from cronwright.node.scheduler import Node, NodeSettings, new_node_id
 from cronwright.notify.alerting import Alerting
 from cronwright.notify.setup import rules_of
-from cronwright.seeds import SEED_SOURCE, upsert_seeds
-from cronwright.service import Limits, Service
-from cronwright.sinks import LogSink, MetricsSink
-from cronwright.sources import Source
+from cronwright.service.operations import Limits, Service
+from cronwright.service.seeds import SEED_SOURCE, upsert_seeds
 from cronwright.store import open_store
+from cronwright.telemetry.changes import Changes
+from cronwright.telemetry.sinks import LogSink, MetricsSink
 
 # What a `tick` never uses is imported where it is first needed: the protocol and its request models (pydantic
 # models, slow to build) by the first request, the notifications' delivery by a config with channels.
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from cronwright.allowlist import Allowlist
-    from cronwright.config import Config
+    from cronwright.config.settings import Config
+    from cronwright.node.runner import Runner
     from cronwright.notify.loop import DeliveryLoop
     from cronwright.protocol import Protocol
-    from cronwright.runner import Runner
     from cronwright.store.base import Backend
+    from cronwright.targets.allowlist import Allowlist
     from cronwright.targets.secrets import Secrets
 
 

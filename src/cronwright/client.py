@@ -70,10 +70,10 @@ class Client:
         `config` is found as the CLI finds it when not given. Close the client (or use `with`) to let runs
         it started finish and to close the store."""
         from cronwright.app import build
-        from cronwright.config import load
-        from cronwright.sources import operator
+        from cronwright.config.settings import load
+        from cronwright.core.sources import operator
+        from cronwright.targets.executor import TargetRunner
         from cronwright.targets.registry import build_registry
-        from cronwright.targets.runner import TargetRunner
         from cronwright.targets.secrets import Secrets
 
         settings = load(None if config is None else str(config))

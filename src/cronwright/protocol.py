@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cronwright.core.sources import Source
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import MODELS, example
 from cronwright.errors import (
@@ -27,9 +28,8 @@ from cronwright.errors import (
     StoreError,
     UnknownAction,
 )
-from cronwright.ratelimit import MUTATIONS, MutationLimiter
-from cronwright.service import Service
-from cronwright.sources import Source
+from cronwright.service.mutation_rate import MUTATIONS, MutationLimiter
+from cronwright.service.operations import Service
 
 log = logging.getLogger("cronwright.protocol")
 

@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.model import Persistence
+from cronwright.core.model import Persistence
+from cronwright.core.sources import Source, operator
 from cronwright.protocol import ACTIONS, Protocol
-from cronwright.sources import Source, operator
 from cronwright.store.sqlite import SqliteStore
 
 from .guard import Meter, time_limit

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwright.calendars import CalendarConfig, Calendars, UnknownCalendar, build, from_config
+from cronwright.config.calendar_tables import CalendarConfig, build, from_config
+from cronwright.core.calendars import Calendars, UnknownCalendar
 from cronwright.errors import ConfigError
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ALLOWED
 from cronwright.app import build
-from cronwright.config import load
+from cronwright.config.settings import load
 from cronwright.errors import ConfigError
 from cronwright.store.memory import MemoryStore
 

@@ -12,9 +12,9 @@ import sys
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from cronwright.events import Event, EventKind
-from cronwright.logs import JsonLines, Readable, say
-from cronwright.sinks import LogSink
+from cronwright.core.events import Event, EventKind
+from cronwright.telemetry.logs import JsonLines, Readable, say
+from cronwright.telemetry.sinks import LogSink
 
 from .blackbox import Cronwright, needs_faketime
 

@@ -62,7 +62,7 @@ def test_a_tick_that_runs_python_and_command_actions_imports_no_http_stack_metri
         for line in done.stderr.splitlines()
         if line.startswith("import time:") and "|" in line
     }
-    assert "cronwright.node" in imported  # the probe reads this process's imports
+    assert "cronwright.node.scheduler" in imported  # the probe reads this process's imports
     unwanted = sorted(name for name in imported if any(_within(name, top) for top in NOT_FOR_TICK))
     assert not unwanted, f"tick imported {unwanted}"
     assert os.path.exists(cw.log) and len(cw.fires()) == 1  # the command really ran
@@ -94,7 +94,7 @@ def test_the_version_and_the_help_of_the_verbs_read_no_config_and_build_no_model
     assert done.returncode == 0, done.stderr[-2000:]
     assert "cronwright" in done.stdout
     assert "cronwright.fronts.cli" in imported  # the probe reads this process's imports
-    heavy = ("pydantic", "jsonschema", "cronwright.config", "cronwright.app", "cronwright.declare")
+    heavy = ("pydantic", "jsonschema", "cronwright.config.settings", "cronwright.app", "cronwright.declare")
     unwanted = sorted(name for name in imported if any(_within(name, top) for top in heavy))
     assert not unwanted, f"{' '.join(args)} imported {unwanted}"
 

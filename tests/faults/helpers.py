@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cronwright.model import AtSchedule, Job
+from cronwright.core.model import AtSchedule, Job
 from cronwright.store.sqlite import SqliteStore
 from faketime import faketime_env
 

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.sources import Source
+from cronwright.core.sources import Source
 from cronwright.store.sqlite import SqliteStore
 
 from .helpers import cli, edit_job_data, raw, write_config

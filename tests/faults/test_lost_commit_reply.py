@@ -30,8 +30,8 @@ import pytest
 import pg
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.model import State
 from cronwright.errors import StoreError
-from cronwright.model import State
 from cronwright.store.sqlite import SqliteStore
 from faults.pg_proxy import CommitReplyDropper
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from conftest import ScriptedRunner, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.model import Outcome, State
-from cronwright.store.base import LEASE_TTL
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Outcome, State
 from cronwright.store.sqlite import SqliteStore
 from faketime import faketime_env, needs_faketime
 
@@ -37,9 +37,9 @@ NODE = r"""
 import os, sys, threading
 from datetime import datetime
 from cronwright.clock import ManualClock
-from cronwright.events import EventKind
-from cronwright.model import Outcome, Result
-from cronwright.node import Node, NodeSettings
+from cronwright.core.events import EventKind
+from cronwright.core.model import Outcome, Result
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.store.sqlite import SqliteStore
 
 db, log, now, quick = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

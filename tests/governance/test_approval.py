@@ -14,9 +14,9 @@ from mcp import Client
 import pg
 from conftest import Harness, ScriptedRunner, make_harness
 from cronwright.clock import ManualClock
-from cronwright.config import parse
+from cronwright.config.settings import parse
+from cronwright.core.sources import Source, operator
 from cronwright.fronts.mcp import build_server, summary
-from cronwright.sources import Source, operator
 from protocol.support import agent, create
 
 CAREFUL = agent(max_schedules=2, needs_approval=True)

@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Harness
-from cronwright.seeds import upsert_seeds
-from cronwright.sources import Source
+from cronwright.core.sources import Source
+from cronwright.service.seeds import upsert_seeds
 from protocol.support import agent, create
 from serving import Live, bearer
 

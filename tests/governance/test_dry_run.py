@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import Harness
+from cronwright.core.sources import Source
 from cronwright.fronts.mcp import tool_specs
-from cronwright.sources import Source
 from protocol.support import agent, create
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cronwright.sources import operator
+from cronwright.core.sources import operator
 from serving import Live, bearer
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 import cronwright
-from cronwright.fronts.http import parse_listen
-from cronwright.model import Outcome, State
+from cronwright.core.model import Outcome, State
+from cronwright.fronts.http.asgi import parse_listen
 from serving import Live, bearer
 
 

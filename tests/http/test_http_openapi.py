@@ -18,7 +18,7 @@ from referencing.jsonschema import DRAFT202012
 from starlette.routing import Route
 
 from cronwright.declare.requests import MODELS
-from cronwright.fronts.http import create_app
+from cronwright.fronts.http.asgi import create_app
 from cronwright.fronts.openapi import document
 from serving import Live, bearer, make_app
 

@@ -9,8 +9,8 @@ import anyio
 from mcp import Client
 
 from cronwright.clock import ManualClock
+from cronwright.core.sources import operator
 from cronwright.fronts.mcp import build_server
-from cronwright.sources import operator
 from serving import SOURCES, live_server, make_app
 
 LIMITED = {**SOURCES, "agent": {**SOURCES["agent"], "max_schedules": 10, "max_mutations_per_minute": 2}}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwright.config import parse
+from cronwright.config.settings import parse
 from cronwright.errors import ConfigError
 from serving import live_server, sha256
 

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from cronwright.app import App
+from cronwright.core.sources import Source
 from cronwright.fronts.mcp import MCP_LIST_PAGE, build_server
-from cronwright.sources import Source
 from serving import make_app
 
 TOOLS = {

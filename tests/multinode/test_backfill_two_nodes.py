@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pg
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.sources import operator
+from cronwright.core.sources import operator
 from cronwright.store.postgres import PostgresStore
 
 CALLS = 4  # backfills per node, all released at once

@@ -32,7 +32,7 @@ from test_three_nodes import (
 )
 
 import pg
-from cronwright.model import Outcome, State
+from cronwright.core.model import Outcome, State
 from cronwright.store.postgres import PostgresStore
 
 # How long the victim's slow runs last: past the lease (5 s), the others' recovery, and the victim's

@@ -46,8 +46,8 @@ import pytest
 from test_three_nodes import Cluster, free_port, recurring, wait_for
 
 import pg
-from cronwright import engine
-from cronwright.model import EverySchedule, Job, Outcome, Run, State
+from cronwright.core import engine
+from cronwright.core.model import EverySchedule, Job, Outcome, Run, State
 from cronwright.store.postgres import PostgresStore
 from faults.pg_proxy import CommitReplyDropper
 

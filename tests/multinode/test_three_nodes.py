@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 import pg
-from cronwright import engine
-from cronwright.model import AtSchedule, CronSchedule, Job, Outcome, State
+from cronwright.core import engine
+from cronwright.core.model import AtSchedule, CronSchedule, Job, Outcome, State
 from cronwright.store.postgres import PostgresStore
 from cronwright.timing.cron_set import CronSet
 

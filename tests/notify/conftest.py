@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from cronwright.notify.model import Alert, JobRef, Transition
+from cronwright.core.notifications import Alert, JobRef, Transition
 
 BERLIN = ZoneInfo("Europe/Berlin")
 JOB = JobRef(id=7, name="nightly-backup", target="backup", action="nightly", source="cli")

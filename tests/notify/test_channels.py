@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cronwright.config import parse
+from cronwright.config.settings import parse
+from cronwright.core.notifications import Transition
 from cronwright.notify.channels import DeliveryFailed, EmailChannel, WebhookChannel, subject
-from cronwright.notify.model import Transition
 from cronwright.notify.rules import Rule, notifications_for
 from cronwright.notify.setup import channels_of
 from cronwright.targets.secrets import Secrets

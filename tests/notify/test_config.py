@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from cronwright.config import parse
+from cronwright.config.settings import parse
+from cronwright.core.notifications import Transition
 from cronwright.errors import ConfigError
-from cronwright.notify.model import Transition
 from cronwright.notify.rules import Rule
 from cronwright.notify.setup import rules_of
 

@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 import httpx
 
 from cronwright.clock import ManualClock
+from cronwright.core.notifications import Notification, Status, Transition
 from cronwright.notify.channels import Channel, WebhookChannel
 from cronwright.notify.deliver import Deliverer
-from cronwright.notify.model import Notification, Status, Transition
-from cronwright.notify.outbox import MemoryOutbox
 from cronwright.notify.rules import Rule, notifications_for
+from cronwright.store.outbox import MemoryOutbox
 from cronwright.targets.secrets import Secrets
 
 from .conftest import BERLIN, alert

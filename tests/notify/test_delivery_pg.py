@@ -10,9 +10,9 @@ import httpx
 
 import pg
 from cronwright.clock import ManualClock
+from cronwright.core.notifications import Status, Transition
 from cronwright.notify.channels import Channel, WebhookChannel
 from cronwright.notify.deliver import Deliverer
-from cronwright.notify.model import Status, Transition
 from cronwright.notify.rules import Rule, notifications_for
 from cronwright.store.postgres import PostgresStore
 from cronwright.targets.secrets import Secrets

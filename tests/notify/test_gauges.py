@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import Harness, at
-from cronwright.model import Outcome
+from cronwright.core.model import Outcome
 from cronwright.notify.gauges import AlertGauges
 from semantics.test_durability import failing_writes
 from serving import Live, bearer

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwright.clock import ManualClock
+from cronwright.core.notifications import Transition
 from cronwright.notify.deliver import Deliverer, Report
 from cronwright.notify.loop import DeliveryLoop
-from cronwright.notify.model import Transition
-from cronwright.notify.outbox import MemoryOutbox
 from cronwright.notify.rules import Rule, notifications_for
+from cronwright.store.outbox import MemoryOutbox
 
 from .conftest import BERLIN, alert
 

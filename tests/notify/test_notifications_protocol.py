@@ -8,10 +8,10 @@ from pathlib import Path
 
 from conftest import at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.model import Outcome
+from cronwright.core.sources import Source
 from cronwright.declare.replies import NotificationsReply
-from cronwright.model import Outcome
 from cronwright.notify.plan import after_failure
-from cronwright.sources import Source
 from cronwright.store.sqlite import SqliteStore
 
 from .test_transitions import EVERYTHING

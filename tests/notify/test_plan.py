@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from cronwright.notify.model import DIGEST, Notification, Status, Transition
+from cronwright.core.notifications import DIGEST, Notification, Status, Transition
 from cronwright.notify.plan import after_failure, after_success, digest_of, plan, retry_delay
 from cronwright.notify.rules import Rule, notifications_for
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cronwright.notify.model import JobRef, Transition, notification_id
+from cronwright.core.notifications import JobRef, Transition, notification_id
 from cronwright.notify.rules import Rule, channels_for, notifications_for
 
 from .conftest import BERLIN, JOB, alert

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from conftest import BERLIN, Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.model import Outcome
+from cronwright.core.notifications import Notification, Transition
 from cronwright.errors import StoreError
-from cronwright.model import Outcome
 from cronwright.notify.alerting import Alerting
-from cronwright.notify.model import Notification, Transition
 from cronwright.notify.rules import Rule
 from cronwright.store.base import Backend
 from cronwright.store.memory import MemoryStore

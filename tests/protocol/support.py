@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from conftest import Harness
-from cronwright.sources import Source, operator
+from cronwright.core.sources import Source, operator
 
 REQUEST_ID = "req-7f3a"
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from conftest import Harness
+from cronwright.core.sources import operator
 from cronwright.protocol import ACTIONS, Protocol
-from cronwright.sources import operator
 
 from .support import agent, create, refused, snapshot
 

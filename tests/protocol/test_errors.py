@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.sources import operator
+from cronwright.core.sources import operator
 from cronwright.store.sqlite import SqliteStore
 
 from .support import REQUEST_ID, agent, create, refused, snapshot

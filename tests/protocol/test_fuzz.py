@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.sources import Source, operator
 from cronwright.protocol import ACTIONS
-from cronwright.service import JOB_FIELDS, MUTABLE, SCHEDULE_KEYS
-from cronwright.sources import Source, operator
+from cronwright.service.operations import JOB_FIELDS, MUTABLE, SCHEDULE_KEYS
 from cronwright.store.sqlite import SqliteStore
 
 from .support import agent, snapshot

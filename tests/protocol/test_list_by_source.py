@@ -4,7 +4,7 @@ source sees only its own schedules whatever it asks: another's name lists none."
 from __future__ import annotations
 
 from conftest import Harness
-from cronwright.sources import Source, operator
+from cronwright.core.sources import Source, operator
 
 AGENT = Source("agent", ("reports.*",))
 OTHER = Source("other", ("reports.*",))

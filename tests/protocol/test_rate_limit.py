@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from conftest import Harness
-from cronwright.sources import Source
+from cronwright.core.sources import Source
 
 from .support import agent, create, refused
 

@@ -9,10 +9,9 @@ from datetime import datetime, timedelta
 from prometheus_client import CollectorRegistry
 
 from conftest import at
-from cronwright import engine
-from cronwright.errors import JobRunning
-from cronwright.events import EventKind
-from cronwright.model import (
+from cronwright.core import engine
+from cronwright.core.events import EventKind
+from cronwright.core.model import (
     AtSchedule,
     EverySchedule,
     Job,
@@ -23,7 +22,8 @@ from cronwright.model import (
     Result,
     State,
 )
-from cronwright.sinks import MetricsSink
+from cronwright.errors import JobRunning
+from cronwright.telemetry.sinks import MetricsSink
 
 T0 = at("2026-03-02T09:00:00+01:00")
 RULES = engine.Rules("node-a")

@@ -13,12 +13,12 @@ from prometheus_client import CollectorRegistry
 from conftest import ALLOWED, BERLIN, Harness, at, make_harness
 from cronwright.client import Client
 from cronwright.clock import ManualClock
-from cronwright.events import Event, EventKind
+from cronwright.core.events import Event, EventKind
+from cronwright.core.sources import Source
 from cronwright.protocol import Protocol
-from cronwright.service import Limits, Service
-from cronwright.sinks import MetricsSink
-from cronwright.sources import Source
+from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
+from cronwright.telemetry.sinks import MetricsSink
 
 HOURLY = {"cron": "0 * * * *"}
 LATER = "2026-03-02T13:30:00+01:00"

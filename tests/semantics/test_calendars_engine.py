@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import Harness, at, make_harness
-from cronwright.calendars import CalendarConfig, from_config
 from cronwright.clock import ManualClock
-from cronwright.events import EventKind
+from cronwright.config.calendar_tables import CalendarConfig, from_config
+from cronwright.core.events import EventKind
 from cronwright.store.sqlite import SqliteStore
 
 

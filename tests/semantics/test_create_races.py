@@ -20,7 +20,7 @@ import pytest
 import pg
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.sources import Source
+from cronwright.core.sources import Source
 from cronwright.store.base import Backend
 from cronwright.store.sqlite import SqliteStore
 

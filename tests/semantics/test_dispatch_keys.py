@@ -7,8 +7,8 @@ import threading
 from datetime import datetime, timedelta
 
 from conftest import ScriptedRunner, at
-from cronwright.dispatch import Dispatcher
-from cronwright.model import AtSchedule, Job, Occurrence
+from cronwright.core.model import AtSchedule, Job, Occurrence
+from cronwright.node.dispatch import Dispatcher
 
 T0 = at("2026-03-02T09:00:00+01:00")
 SAMPLE = Job(7, "long", "reports", "daily", {}, AtSchedule(T0), T0 + timedelta(days=1), T0, T0)

@@ -13,9 +13,10 @@ from prometheus_client import CollectorRegistry
 
 from conftest import Harness, ScriptedRunner, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.events import Event, EventKind, FanOut, LogSink, MetricsSink
-from cronwright.model import Outcome
+from cronwright.core.events import Event, EventKind, FanOut
+from cronwright.core.model import Outcome
 from cronwright.store.sqlite import SqliteStore
+from cronwright.telemetry.sinks import LogSink, MetricsSink
 
 
 def test_events_for_runs_failures_breaker_skips_and_expiry(harness: Harness) -> None:

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.model import Job
-from cronwright.node import DUE_CHUNK
+from cronwright.core.model import Job
+from cronwright.node.scheduler import DUE_CHUNK
 from cronwright.store.memory import MemoryStore
 
 

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import Harness, at, make_harness
-from cronwright.audit import AuditEntry
 from cronwright.clock import ManualClock
+from cronwright.core.audit import AuditEntry
+from cronwright.core.model import Job, Outcome, Run
+from cronwright.core.notifications import Notification
 from cronwright.errors import StoreError
-from cronwright.model import Job, Outcome, Run
-from cronwright.notify.model import Notification
 from cronwright.store.memory import MemoryStore
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import Harness, ScriptedRunner, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.events import EventKind
-from cronwright.model import InFlight, Job, Occurrence, Result, State
+from cronwright.core.events import EventKind
+from cronwright.core.model import InFlight, Job, Occurrence, Result, State
 from cronwright.store.sqlite import SqliteStore
 from lost_replies import LostReplies
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import BERLIN, Harness, ScriptedRunner, at
-from cronwright import engine
-from cronwright.events import Event, EventKind, MemorySink
-from cronwright.model import Outcome, State
-from cronwright.node import Node, NodeSettings
+from cronwright.core import engine
+from cronwright.core.events import Event, EventKind, MemorySink
+from cronwright.core.model import Outcome, State
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.store.sqlite import SqliteStore
 
 
@@ -223,7 +223,7 @@ def test_skip_and_buffer_one_never_stop_the_running_occurrence(harness: Harness,
 
 
 def test_a_replace_logs_at_info_as_normal_operation(caplog: pytest.LogCaptureFixture) -> None:
-    from cronwright.sinks import LogSink
+    from cronwright.telemetry.sinks import LogSink
 
     with caplog.at_level(logging.INFO, logger="cronwright.events"):
         LogSink().emit(Event(EventKind.JOB_CANCELLED, 1, "long", {"fire_id": "1-1"}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from conftest import Harness, at
-from cronwright.model import Outcome
+from cronwright.core.model import Outcome
 
 
 def test_retry_keeps_the_fire_id_and_counts_the_attempt_with_backoff(harness: Harness) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ALLOWED, BERLIN, Harness, ManualClock, ScriptedRunner, at, make_harness
-from cronwright.events import MemorySink
-from cronwright.node import Node, NodeSettings, new_node_id
+from cronwright.core.events import MemorySink
+from cronwright.core.sources import operator
+from cronwright.node.scheduler import Node, NodeSettings, new_node_id
 from cronwright.protocol import Protocol
-from cronwright.service import Limits, Service
-from cronwright.sources import operator
+from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 
 
@@ -131,7 +131,7 @@ def test_a_stale_serving_beat_gets_no_hand_off(serving: Harness, tmp_path: Path)
 def test_a_taken_hand_off_whose_claim_is_released_waits_again_rather_than_vanish(
     serving: Harness, tmp_path: Path
 ) -> None:
-    from cronwright import engine
+    from cronwright.core import engine
 
     serving.create("daily", {"cron": "0 10 * * *"})
     cli = ShortLived(serving, tmp_path / "cronwright.db")

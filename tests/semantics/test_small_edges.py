@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 
 from conftest import Harness, at
-from cronwright.events import EventKind
-from cronwright.sources import Source
+from cronwright.core.events import EventKind
+from cronwright.core.sources import Source
 
 AGENT = Source("agent", targets=("reports.*",))
 

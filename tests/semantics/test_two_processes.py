@@ -8,15 +8,15 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import at
-from cronwright.model import AtSchedule, Job
+from cronwright.core.model import AtSchedule, Job
 from cronwright.store.sqlite import SqliteStore
 
 NODE = r"""
 import sys, os
 from cronwright.clock import ManualClock
-from cronwright.events import MemorySink
-from cronwright.model import Outcome, Result
-from cronwright.node import Node, NodeSettings
+from cronwright.core.events import MemorySink
+from cronwright.core.model import Outcome, Result
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.store.sqlite import SqliteStore
 from datetime import datetime
 

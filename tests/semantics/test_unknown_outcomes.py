@@ -14,7 +14,7 @@ import pytest
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.model import Job, Outcome
+from cronwright.core.model import Job, Outcome
 from lost_replies import LostReplies
 
 

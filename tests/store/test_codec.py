@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cronwright.model import (
+from cronwright.core.model import (
     _JOB_FIELDS,
     AtSchedule,
     EverySchedule,

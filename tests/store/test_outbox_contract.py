@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from test_store_contract import BERLIN, T0, Case, backend, job, race, run, store
 
+from cronwright.core.notifications import Alert, JobRef, Notification, Status, Transition
 from cronwright.errors import StoreError
-from cronwright.notify.model import Alert, JobRef, Notification, Status, Transition
 from cronwright.notify.plan import after_failure, after_success, digest_of
 from cronwright.notify.rules import Rule, notifications_for
 from cronwright.store import Store, Write

@@ -22,10 +22,10 @@ from psycopg import sql
 import pg
 from conftest import ScriptedRunner
 from cronwright.clock import SystemClock
+from cronwright.core.events import MemorySink
+from cronwright.core.model import AtSchedule, InFlight, Job, State
 from cronwright.errors import StoreCorrupt, StoreError
-from cronwright.events import MemorySink
-from cronwright.model import AtSchedule, InFlight, Job, State
-from cronwright.node import Node, NodeSettings
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.store import open_store
 from cronwright.store.postgres import SKEW_WARNING, PostgresStore, quoted, schema_version, upgrade
 from cronwright.store.resilient import ResilientStore

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from cronwright.audit import AuditEntry
+from cronwright.core.audit import AuditEntry
+from cronwright.core.events import MemorySink
+from cronwright.core.model import AtSchedule, Job, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import StoreError
-from cronwright.events import MemorySink
-from cronwright.model import AtSchedule, Job, Run, State
-from cronwright.notify.model import Notification
 from cronwright.store import MemoryStore
 from cronwright.store.resilient import ResilientStore, Write
 

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from cronwright.core.model import EverySchedule, Job, Outcome, Run
 from cronwright.errors import ConfigError, NameTaken, StoreCorrupt, StoreError
-from cronwright.model import EverySchedule, Job, Outcome, Run
 from cronwright.store import MemoryStore, SqliteStore, open_store
 from cronwright.store.sqlite import APPLICATION_ID, schema_version
 

@@ -18,10 +18,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import pg
-from cronwright.audit import AuditEntry
-from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
-from cronwright.events import MemorySink
-from cronwright.model import (
+from cronwright.core.audit import AuditEntry
+from cronwright.core.events import MemorySink
+from cronwright.core.model import (
     AtSchedule,
     CronSchedule,
     EverySchedule,
@@ -37,7 +36,8 @@ from cronwright.model import (
     Schedule,
     State,
 )
-from cronwright.notify.model import Notification
+from cronwright.core.notifications import Notification
+from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
 from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
 from cronwright.timing.cron_set import CronSet
 

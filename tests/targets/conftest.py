@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwright.config import Config, parse
-from cronwright.model import EverySchedule, Job, Occurrence
+from cronwright.config.settings import Config, parse
+from cronwright.core.model import EverySchedule, Job, Occurrence
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import Registry, build_registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
 from cronwright.targets.worker import Pool
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from cronwright.model import Outcome, Result
+from cronwright.core.model import Outcome, Result
 from cronwright.targets import registry as registry_module
 from cronwright.targets import worker as worker_module
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import Registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cronwright.model import Outcome
+from cronwright.core.model import Outcome
 from cronwright.targets.secrets import Secrets
 
 from .conftest import MakeRunner, job, occurrence

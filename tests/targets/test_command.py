@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwright.model import Occurrence, Outcome
+from cronwright.core.model import Occurrence, Outcome
 from cronwright.targets.command import build_argv, placeholders
 
 from .conftest import PYTHON, T0, MakeRunner, job, occurrence

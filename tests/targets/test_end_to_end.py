@@ -18,15 +18,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cronwright.clock import ManualClock
-from cronwright.events import FanOut, LogSink, MemorySink
-from cronwright.node import Node, NodeSettings
+from cronwright.core.events import FanOut, MemorySink
+from cronwright.core.sources import operator
+from cronwright.node.scheduler import Node, NodeSettings
 from cronwright.protocol import Protocol
-from cronwright.service import Limits, Service
-from cronwright.sources import operator
+from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import build_registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
+from cronwright.telemetry.sinks import LogSink
 
 from .conftest import PYTHON, config, write_module
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from cli.blackbox import alive
-from cronwright.model import Outcome, Result
-from cronwright.targets.runner import TargetRunner
+from cronwright.core.model import Outcome, Result
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module

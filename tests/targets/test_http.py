@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cronwright.model import Outcome
+from cronwright.core.model import Outcome
 from cronwright.targets.http import SIGNATURE_HEADER, sign, verify
 from cronwright.targets.secrets import Secrets
 

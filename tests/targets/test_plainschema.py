@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cronwright import allowlist as allowlist_module
-from cronwright.allowlist import StaticAllowlist
 from cronwright.errors import ArgsInvalid
-from cronwright.plainschema import certainly_valid, is_plain_schema
+from cronwright.targets import allowlist as allowlist_module
+from cronwright.targets.allowlist import StaticAllowlist
+from cronwright.targets.plainschema import certainly_valid, is_plain_schema
 
 NAMES = st.sampled_from(["a", "b", "c"])
 TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from cronwright.core.model import Outcome, Result
 from cronwright.fronts.cli import Runtime
-from cronwright.model import Outcome, Result
 from cronwright.targets.attempt import OUTPUT_LIMIT
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import Registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
 from cronwright.targets.worker import Pool
 

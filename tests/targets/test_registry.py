@@ -340,7 +340,7 @@ def test_relative_paths_are_read_from_the_config_files_folder(
         '[targets.reports]\nkind = "python"\nmodule = "reports"\npath = ["./scripts"]\n'
     )
     monkeypatch.chdir(tmp_path)
-    from cronwright.config import load
+    from cronwright.config.settings import load
 
     registry = build_registry(load(str(tmp_path / "site" / "cronwright.toml")), cache_dir=tmp_path / "cache")
     assert registry.describe()[0]["target"] == "reports"

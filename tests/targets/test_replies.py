@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 
-from cronwright.targets.replies import Event, Replies
+from cronwright.targets.worker_replies import Event, Replies
 
 
 class Pipe:

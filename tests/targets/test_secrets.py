@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwright.model import Outcome
+from cronwright.core.model import Outcome
 from cronwright.targets.attempt import Output
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets, parse_env_file
 
@@ -56,7 +56,7 @@ def test_the_environment_wins_then_the_file_is_read(tmp_path: Path) -> None:
 
 
 def test_the_secrets_file_is_read_from_the_config_files_folder(tmp_path: Path) -> None:
-    from cronwright.config import load
+    from cronwright.config.settings import load
 
     (tmp_path / "cronwright.toml").write_text('[node]\nsecrets_file = "secrets.env"\n')
     (tmp_path / "secrets.env").write_text("CW_ONLY_IN_FILE=from-file\n")

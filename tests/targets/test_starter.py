@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cronwright.config import load
-from cronwright.model import Outcome
+from cronwright.config.settings import load
+from cronwright.core.model import Outcome
+from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import build_registry
-from cronwright.targets.runner import TargetRunner
 from cronwright.targets.secrets import Secrets
 from cronwright.targets.starter import write_starter
 

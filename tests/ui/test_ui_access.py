@@ -150,7 +150,7 @@ def _job(app: App, name: str) -> dict[str, Any]:
 
 
 def _audit(app: App, name: str) -> list[dict[str, Any]]:
-    from cronwright.sources import operator
+    from cronwright.core.sources import operator
 
     reply = app.protocol.dispatch({"action": "audit", "name": name}, operator())
     entries: list[dict[str, Any]] = reply["entries"]

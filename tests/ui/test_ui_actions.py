@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from cronwright.core.sources import operator
 from cronwright.fronts.ui.links import issue
-from cronwright.sources import operator
 from dashboard_site import ORIGIN, Browser, served
 from serving import SOURCES, sha256
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cronwright.sources import operator
+from cronwright.core.sources import operator
 from dashboard_site import Browser
 
 FORM = {

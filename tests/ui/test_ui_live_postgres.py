@@ -12,8 +12,8 @@ import pg
 from conftest import ALLOWED, ScriptedRunner, at
 from cronwright.app import App, build
 from cronwright.clock import ManualClock
-from cronwright.config import parse
-from cronwright.fronts.http import create_app
+from cronwright.config.settings import parse
+from cronwright.fronts.http.asgi import create_app
 from cronwright.fronts.ui.links import Links
 from cronwright.store.postgres import PostgresStore
 from dashboard_site import ORIGIN, Browser

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from conftest import Harness, at, make_harness
-from cronwright import engine
-from cronwright.calendars import Calendar, Calendars
 from cronwright.clock import ManualClock
+from cronwright.core import engine
+from cronwright.core.calendars import Calendar, Calendars
+from cronwright.core.sources import Source, operator
 from cronwright.fronts.ui.timeline import Window
 from cronwright.fronts.ui.timeline_feed import lanes
-from cronwright.sources import Source, operator
 from cronwright.store.sqlite import SqliteStore
 
 NOW = "2027-03-24T12:00:00+01:00"

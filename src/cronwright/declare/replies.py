@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cronwright import model
+from cronwright.core import model
 from cronwright.declare.requests import STATES
 
 ISO = "ISO-8601 with its offset, in the node zone, to the second."

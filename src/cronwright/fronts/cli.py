@@ -23,25 +23,25 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-import cronwright
+from cronwright._version import __version__
+from cronwright.core.sources import operator
 from cronwright.errors import ConfigError, Invalid, NameTaken, StoreError
 from cronwright.fronts import render
 from cronwright.fronts.cli_options import DeclaredOption, DeclaringCommand, declared
 from cronwright.fronts.listing import lay_out
 from cronwright.fronts.wake import wake_local_nodes
-from cronwright.logs import configure as configure_logs
-from cronwright.logs import say
-from cronwright.sources import operator
+from cronwright.telemetry.logs import configure as configure_logs
+from cronwright.telemetry.logs import say
 from cronwright.timing.durations import parse_duration
 
 # The app and the config (pydantic) are imported when a verb first needs them, and the request models when
 # a verb's declared options are first read (cli_options.py): `--version` and `--help` need neither.
 if TYPE_CHECKING:
     from cronwright.app import App
-    from cronwright.config import Config
-    from cronwright.fronts.http import Serving
+    from cronwright.config.settings import Config
+    from cronwright.fronts.http.asgi import Serving
     from cronwright.fronts.ui.links import Links
-    from cronwright.node import Node
+    from cronwright.node.scheduler import Node
     from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
     from cronwright.targets.specs import WorkerSpec
@@ -71,7 +71,7 @@ class Runtime:
     @property
     def config(self) -> Config:
         if self._config is None:
-            from cronwright.config import load
+            from cronwright.config.settings import load
 
             try:
                 self._config = load(self.config_path)
@@ -84,8 +84,8 @@ class Runtime:
         is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node."""
         if self._app is None:
             from cronwright.targets.cache import SpecCache, cache_dir
+            from cronwright.targets.executor import TargetRunner
             from cronwright.targets.registry import build_registry, worker_specs
-            from cronwright.targets.runner import TargetRunner
             from cronwright.targets.secrets import Secrets
             from cronwright.targets.worker import Pool
 
@@ -129,7 +129,7 @@ class Runtime:
         it is now (SpecCache), before it is read: a `tick` otherwise starts them only once pydantic is
         imported and the config parsed, about 80 ms later, and its first python runs wait for them.
         Nothing here fails: a missing or stale entry starts nothing, or a server no run uses."""
-        from cronwright.config_path import locate
+        from cronwright.config.path import locate
         from cronwright.targets.cache import SpecCache, cache_dir
         from cronwright.targets.worker import Pool
 
@@ -220,7 +220,7 @@ def json_option(function: Callable[..., Any]) -> Callable[..., Any]:
     metavar="PATH",
     help="Config file (else $CRONWRIGHT_CONFIG, ./cronwright.toml).",
 )
-@click.version_option(cronwright.__version__)  # not looked up in the metadata: that is slow
+@click.version_option(__version__)  # not looked up in the metadata: that is slow
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """cronwright: schedules that never run twice, never run forever, and run only what was allowed."""
@@ -1042,7 +1042,7 @@ def serve(runtime: Runtime) -> None:
 
 def _http_server(app: App, on_exit: Callable[[], None], links: Links | None = None) -> Serving:
     """The HTTP app, on a socket bound now: a bad or busy node.listen fails before anything runs."""
-    from cronwright.fronts.http import Serving, create_app, parse_listen
+    from cronwright.fronts.http.asgi import Serving, create_app, parse_listen
 
     listen = app.config.node.listen
     try:

@@ -25,6 +25,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from cronwright.core.sources import Source
 from cronwright.declare import replies
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
@@ -47,9 +48,8 @@ from cronwright.declare.requests import (
 )
 from cronwright.declare.types import Flag, whole
 from cronwright.fronts.render import counted
-from cronwright.node import Node
+from cronwright.node.scheduler import Node
 from cronwright.protocol import Protocol
-from cronwright.sources import Source
 
 log = logging.getLogger("cronwright.mcp")
 

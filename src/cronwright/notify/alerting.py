@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from cronwright.clock import Clock
-from cronwright.notify import detect
-from cronwright.notify.model import Alert, Notification
+from cronwright.core import detect
+from cronwright.core.notifications import Alert, Notification
 from cronwright.notify.rules import Rule, notifications_for
 
 UTC_ZONE = ZoneInfo("UTC")

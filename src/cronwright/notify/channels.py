@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-import cronwright
+from cronwright._version import __version__
 from cronwright.errors import CronwrightError
 from cronwright.targets.http import SIGNATURE_HEADER, sign
 from cronwright.targets.secrets import SecretMissing, Secrets
@@ -94,7 +94,7 @@ class WebhookChannel:
             raise DeliveryFailed(f"channel {self.name}: {error}") from None
         headers = {
             "Content-Type": "application/json",
-            "User-Agent": f"cronwright/{cronwright.__version__}",
+            "User-Agent": f"cronwright/{__version__}",
             SIGNATURE_HEADER: sign(secret, data, int(self.wall())),
             NOTIFICATION_ID_HEADER: str(payload["id"]),
         }
@@ -207,13 +207,3 @@ class AppriseChannel:
                 raise DeliveryFailed(f"channel {self.name}: apprise does not understand one of its urls")
         if not sender.notify(title=subject(payload), body=text(payload)):
             raise DeliveryFailed(f"channel {self.name}: apprise could not deliver to every url")
-
-
-def smtp_url_problem(url: str) -> str | None:
-    """Why `url` is not an smtp:// or smtps:// URL naming a host, or None."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-        return "smtp must be smtp://HOST[:PORT] or smtps://HOST[:PORT]"
-    if parts.username or parts.password:
-        return "smtp must not carry credentials; name username and password as secrets instead"
-    return None

@@ -9,10 +9,10 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 from cronwright.clock import Clock
+from cronwright.core.notifications import Notification, Status
 from cronwright.notify.channels import Channel, DeliveryFailed
-from cronwright.notify.model import Notification, Status
-from cronwright.notify.outbox import Outbox
 from cronwright.notify.plan import FLOOD_WINDOW, after_failure, after_success, plan
+from cronwright.store.outbox import Outbox
 
 log = logging.getLogger("cronwright.notify")
 

@@ -18,8 +18,8 @@ from typing import Protocol
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from cronwright import engine
-from cronwright.model import AtSchedule, Job, Outcome, Persistence, Run
+from cronwright.core import engine
+from cronwright.core.model import AtSchedule, Job, Outcome, Persistence, Run
 
 
 class Reads(Protocol):

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from cronwright.clock import Clock
 from cronwright.notify.deliver import Deliverer, Report
-from cronwright.notify.outbox import Outbox
+from cronwright.store.outbox import Outbox
 
 log = logging.getLogger("cronwright.notify")
 

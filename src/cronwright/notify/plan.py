@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from cronwright.notify.model import DIGEST, Notification, Status
+from cronwright.core.notifications import DIGEST, Notification, Status
 from cronwright.timing.iso import render
 
 # Semantic 38: a channel over this many notifications a minute sends one digest instead.

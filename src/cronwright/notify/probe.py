@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cronwright.core.notifications import TEST
 from cronwright.notify.channels import Channel, DeliveryFailed
-from cronwright.notify.model import TEST
 from cronwright.timing.iso import render
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright.notify.model import Notification, Status
+from cronwright.core.notifications import Notification, Status
 from cronwright.timing.iso import render
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from zoneinfo import ZoneInfo
 
-from cronwright.notify.model import Alert, Notification, Transition, body, notification_id
+from cronwright.core.notifications import Alert, Notification, Transition, body, notification_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from cronwright.notify.rules import Rule
 if TYPE_CHECKING:
     import httpx
 
-    from cronwright.config import Config, NotifyConfig
+    from cronwright.config.settings import Config, NotifyConfig
     from cronwright.notify.channels import Channel
     from cronwright.targets.secrets import Secrets
 

@@ -32,14 +32,12 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
-from cronwright.audit import AuditEntry
+from cronwright.core.audit import AuditEntry
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Job, Persistence, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import NotFound
-from cronwright.model import Job, Persistence, Run, State
-from cronwright.notify.model import Notification
-from cronwright.notify.outbox import Outbox
-
-LEASE_BEAT = timedelta(seconds=10)
-LEASE_TTL = timedelta(seconds=45)
+from cronwright.store.outbox import Outbox
 
 
 @dataclass(frozen=True, slots=True)

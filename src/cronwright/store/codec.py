@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from cronwright.model import (
+from cronwright.core.model import (
     AtSchedule,
     CronSchedule,
     EverySchedule,

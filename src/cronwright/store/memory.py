@@ -10,12 +10,13 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from cronwright.audit import AuditEntry, visible
+from cronwright.core.audit import AuditEntry, visible
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Job, Persistence, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken
-from cronwright.model import Job, Persistence, Run, State
-from cronwright.notify.model import Notification
-from cronwright.notify.outbox import MemoryOutbox
-from cronwright.store.base import LEASE_TTL, NodeBeat, same_record, unknown_run
+from cronwright.store.base import NodeBeat, same_record, unknown_run
+from cronwright.store.outbox import MemoryOutbox
 
 
 class MemoryStore:

@@ -44,12 +44,13 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
 
-from cronwright.audit import AuditEntry, entry_data
+from cronwright.core.audit import AuditEntry, entry_data
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Job, Persistence, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
-from cronwright.model import Job, Persistence, Run, State
-from cronwright.notify.model import Notification
 from cronwright.store import sql_files
-from cronwright.store.base import LEASE_TTL, NodeBeat
+from cronwright.store.base import NodeBeat
 from cronwright.store.codec import encode, job_data, read_job, read_run, run_data
 from cronwright.store.pg_pool import Pool, PoolClosed, PoolTimeout
 from cronwright.store.postgres_listen import Listener

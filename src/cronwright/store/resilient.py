@@ -30,12 +30,13 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from cronwright.audit import AuditEntry
+from cronwright.core.audit import AuditEntry
+from cronwright.core.events import Event, EventKind, EventSink
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Job, Persistence, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, OutcomeUnknown, StoreCorrupt, StoreError
-from cronwright.events import Event, EventKind, EventSink
-from cronwright.model import Job, Persistence, Run, State
-from cronwright.notify.model import Notification
-from cronwright.store.base import LEASE_TTL, Backend, Flushed, NodeBeat, Write
+from cronwright.store.base import Backend, Flushed, NodeBeat, Write
 
 log = logging.getLogger("cronwright.store")
 

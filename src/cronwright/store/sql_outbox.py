@@ -14,9 +14,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
+from cronwright.core.notifications import Notification, Status
 from cronwright.errors import StoreCorrupt
-from cronwright.notify.model import Notification, Status
-from cronwright.notify.outbox import RETENTION
+from cronwright.store.outbox import RETENTION
 
 
 class SqlOutbox:

@@ -9,9 +9,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from cronwright.audit import AuditEntry, read_entry
+from cronwright.core.audit import AuditEntry, read_entry
+from cronwright.core.model import Job, Run, State
 from cronwright.errors import StoreCorrupt
-from cronwright.model import Job, Run, State
 from cronwright.store.base import same_record, unknown_run
 
 log = logging.getLogger("cronwright.store")

@@ -30,12 +30,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cronwright.audit import AuditEntry, entry_data
+from cronwright.core.audit import AuditEntry, entry_data
+from cronwright.core.leases import LEASE_TTL
+from cronwright.core.model import Job, Persistence, Run, State
+from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
-from cronwright.model import Job, Persistence, Run, State
-from cronwright.notify.model import Notification
 from cronwright.store import sql_files
-from cronwright.store.base import LEASE_TTL, NodeBeat
+from cronwright.store.base import NodeBeat
 from cronwright.store.codec import encode, from_micros, job_data, micros, read_job, read_run, run_data
 from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import cronwright
+from cronwright._version import __version__
 from cronwright.targets.specs import WorkerSpec
 
 log = logging.getLogger("cronwright.targets")
@@ -131,5 +131,5 @@ def _config_key(config: Path) -> str | None:
         info = where.stat()
     except OSError:
         return None
-    identity = [str(where), info.st_mtime_ns, info.st_size, sys.executable, cronwright.__version__]
+    identity = [str(where), info.st_mtime_ns, info.st_size, sys.executable, __version__]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import cronwright
+from cronwright._version import __version__
 from cronwright.targets.attempt import OUTPUT_LIMIT, Call, Finished, Output
 from cronwright.targets.specs import ActionSpec, TargetSpec
 
@@ -81,7 +81,7 @@ class HttpExecutor:
         cron = call.envelope["cron"]
         headers = {
             "Content-Type": "application/json",
-            "User-Agent": f"cronwright/{cronwright.__version__}",
+            "User-Agent": f"cronwright/{__version__}",
             SIGNATURE_HEADER: sign(call.secrets[target.signing_secret], body, int(self._wall())),
             FIRE_ID_HEADER: str(cron["fire_id"]),
             ATTEMPT_HEADER: str(cron["attempt"]),

@@ -25,15 +25,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import cronwright
-from cronwright.allowlist import check_args
-from cronwright.config import ActionConfig, Config, TargetConfig
+from cronwright._version import __version__
+from cronwright.config.settings import ActionConfig, Config, TargetConfig
 from cronwright.errors import ConfigError, Invalid, TargetNotAllowed
-from cronwright.plainschema import is_plain_schema
 from cronwright.targets import decorator
+from cronwright.targets.allowlist import check_args
 from cronwright.targets.cache import CacheFile
 from cronwright.targets.cache import cache_dir as default_cache_dir
 from cronwright.targets.command import placeholders
+from cronwright.targets.plainschema import is_plain_schema
 from cronwright.targets.specs import ActionSpec, Fingerprint, TargetSpec, WorkerSpec, fingerprint
 from cronwright.targets.worker import DescribeFailed, describe
 from cronwright.timing.durations import parse_duration
@@ -439,7 +439,7 @@ def _key(worker: WorkerSpec) -> str:
     # The decorator's own file is in it too: it derives the schemas, so a new version of it means new schemas.
     derivation = fingerprint([decorator.__file__])
     identity = [
-        cronwright.__version__,
+        __version__,
         derivation,
         worker.python,
         worker.module,

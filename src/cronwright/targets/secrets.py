@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from cronwright.errors import CronwrightError
 
 if TYPE_CHECKING:
-    from cronwright.config import Config
+    from cronwright.config.settings import Config
 
 log = logging.getLogger("cronwright.secrets")
 

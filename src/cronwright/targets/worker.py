@@ -55,8 +55,8 @@ from cronwright.targets.attempt import (
 )
 from cronwright.targets.decorator import ActionMark, Context, actions_of, call
 from cronwright.targets.forkserver import ForkServer, ServerFailed
-from cronwright.targets.replies import Event, Pump, Replies
 from cronwright.targets.specs import Fingerprint, WorkerSpec, fingerprint
+from cronwright.targets.worker_replies import Event, Pump, Replies
 
 log = logging.getLogger("cronwright.targets")
 

@@ -15,9 +15,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from cronwright.app import App
+from cronwright.core.sources import Source
 from cronwright.fronts.ui.links import Links
 from cronwright.fronts.ui.sessions import Session, Sessions
-from cronwright.sources import Source
 
 Reply = dict[str, Any]
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cronwright.fronts.http import status_of
+from cronwright.fronts.http.statuses import status_of
 from cronwright.fronts.ui import forms
 from cronwright.fronts.ui.actions import checked_form
 from cronwright.fronts.ui.context import Reply, ask

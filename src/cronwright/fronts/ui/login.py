@@ -8,11 +8,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from cronwright.core.sources import operator
 from cronwright.fronts.ui.context import dashboard
 from cronwright.fronts.ui.guard import form, same_origin
 from cronwright.fronts.ui.sessions import COOKIE, LIFETIME, Session
 from cronwright.fronts.ui.views import bare
-from cronwright.sources import operator
 
 
 def routes() -> list[BaseRoute]:

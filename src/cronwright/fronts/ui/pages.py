@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from cronwright.fronts.http import status_of
+from cronwright.fronts.http.statuses import status_of
 from cronwright.fronts.ui import plugins, timeline_page
 from cronwright.fronts.ui.context import Reply, ask, caller
 from cronwright.fronts.ui.views import page

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from cronwright.sources import Source
+from cronwright.core.sources import Source
 
 COOKIE = "cronwright_session"
 LIFETIME = timedelta(hours=12)  # from login: a session then needs a new login, token or link

@@ -12,13 +12,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cronwright.app import App
+from cronwright.core.sources import Source
 from cronwright.fronts.ui import actions, edit, live, login, pages
 from cronwright.fronts.ui.context import Dashboard
 from cronwright.fronts.ui.guard import SecurityHeaders
 from cronwright.fronts.ui.links import Links
 from cronwright.fronts.ui.sessions import COOKIE
 from cronwright.fronts.ui.views import HERE
-from cronwright.sources import Source
 
 # Reached without a session: the login pages and the static files.
 OPEN = ("/login", "/static/")

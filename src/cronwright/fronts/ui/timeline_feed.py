@@ -15,10 +15,10 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cronwright.core.model import CronSchedule, EverySchedule, Schedule
+from cronwright.core.timetable import fires_at, following
 from cronwright.errors import CronwrightError
 from cronwright.fronts.ui.timeline import Firing, Lane, Window, excluded_days
-from cronwright.model import CronSchedule, EverySchedule, Schedule
-from cronwright.timetable import fires_at, following
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.iso import as_utc, parse_instant
 from cronwright.timing.jitter import parse_jitter

@@ -15,7 +15,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
-from cronwright.fronts.http import status_of
+from cronwright.fronts.http.statuses import status_of
 from cronwright.fronts.ui import timeline as drawing
 from cronwright.fronts.ui.context import Reply, ask
 from cronwright.fronts.ui.timeline_feed import lanes

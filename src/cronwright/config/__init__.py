@@ -1,0 +1,1 @@
+"""cronwright.toml as typed settings, where it is found, and the loaders of calendars."""

@@ -1,0 +1,521 @@
+"""The HTTP API: an ASGI app over the protocol, for `cronwright serve`.
+
+Routes: `POST /v1/call` (the protocol), `GET /v1/jobs`, `/v1/jobs/{name}`, `/v1/runs` and `/v1/status`
+(reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, MCP over streamable HTTP at
+`/mcp`, and the dashboard at `/ui/` (fronts/ui). Every route but `/healthz` and the dashboard needs
+`Authorization: Bearer <token>`: the token picks the configured source, and a missing or unknown one gets
+401 with no detail. The dashboard has its own sessions, started by the same tokens (or the operator's
+one-time link).
+
+Every reply is the protocol's JSON. A refusal keeps its shape (`ok: false`, `error`, `message`, ...) and
+gets the status `STATUS` gives its code: 400 for a malformed request, 403 for what the source may not do,
+404, 409 for a state conflict, 413 for a body over `max_message_bytes`, 429 at capacity, 503 when the
+store failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from email.utils import formatdate
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.types import JSONRPCMessage
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from pydantic import TypeAdapter, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cronwright.app import App
+from cronwright.core.sources import Source
+from cronwright.errors import Invalid, MessageTooLarge
+from cronwright.fronts import mcp as mcp_front
+from cronwright.fronts.http.statuses import Reply, status_of
+from cronwright.fronts.openapi import document
+from cronwright.notify.gauges import AlertGauges
+from cronwright.telemetry.metrics import NodeGauges
+
+if TYPE_CHECKING:
+    from cronwright.fronts.ui.links import Links
+
+SOURCE_KEY = "cronwright.source"
+OPEN_PATHS = frozenset({"/healthz", "/ui"})  # /ui: the router redirects it to /ui/
+# The dashboard checks its own sessions (fronts/ui/site.py), which a bearer token or a link starts.
+OPEN_PREFIXES = ("/ui/",)
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`host:port` (`[::1]:8765` for IPv6) as a host and a port; port 0 picks a free one."""
+    host, sep, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"node.listen {listen!r} is not host:port, such as 127.0.0.1:8765")
+    return host, int(port)
+
+
+# --- who is asking --------------------------------------------------------------------------------------
+
+
+class Tokens:
+    """Picks the source one of whose `token_sha256` values is the SHA-256 of a bearer token.
+
+    The digest is compared with every digest of every source, each with `hmac.compare_digest` and
+    without stopping at a match, so the time taken says nothing about which source, if any, matched, or
+    how closely.
+    """
+
+    def __init__(self, sources: Iterable[Source]) -> None:
+        self._sources = [(s, digest.encode()) for s in sources for digest in s.token_sha256]
+
+    def source(self, authorization: str | None) -> Source | None:
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        given = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest().encode()
+        found: Source | None = None
+        for source, expected in self._sources:
+            if hmac.compare_digest(given, expected):
+                found = source
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return found
+
+
+class BearerAuth:
+    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        source = self.tokens.source(Headers(scope=scope).get("authorization"))
+        if source is None:
+            await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        scope[SOURCE_KEY] = source
+        await self.app(scope, receive, send)
+
+
+def source_of(request: object) -> Source | None:
+    """The source the bearer token picked for this request (see BearerAuth)."""
+    scope = getattr(request, "scope", None)
+    found = scope.get(SOURCE_KEY) if isinstance(scope, dict) else None
+    return found if isinstance(found, Source) else None
+
+
+# --- the app --------------------------------------------------------------------------------------------
+
+
+class _Api:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.limit = app.protocol.max_message_bytes
+        self.gauges = CollectorRegistry()
+        self.gauges.register(NodeGauges(app.node))
+        node, limit = app.node, app.config.node.per_job_metrics
+        store = node.store
+        self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit))
+
+    async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
+        source = _source(request)
+        reply = await run_in_threadpool(self.app.protocol.dispatch, fields, source)
+        return _json(reply)
+
+    async def call(self, request: Request) -> Response:
+        body = await _read_capped(request, self.limit)
+        if body is None:
+            refusal = MessageTooLarge(
+                f"the message is larger than the limit of {self.limit} bytes (max_message_bytes)"
+            )
+            return _json(refusal.reply())
+        reply = await run_in_threadpool(self.app.protocol.handle, body, _source(request))
+        assert reply is not None  # BearerAuth let only known sources through
+        return _json(reply)
+
+    async def jobs(self, request: Request) -> Response:
+        return await self._read(request, "list", {"state", "target", "source", "limit", "after_name"})
+
+    async def job(self, request: Request) -> Response:
+        return await self.dispatch(request, {"action": "get", "name": request.path_params["name"]})
+
+    async def runs(self, request: Request) -> Response:
+        return await self._read(request, "history", {"name", "job_id", "limit", "before"})
+
+    async def audit(self, request: Request) -> Response:
+        return await self._read(request, "audit", {"name", "job_id", "source", "limit", "before"})
+
+    async def status(self, request: Request) -> Response:
+        return await self._read(request, "status", set())
+
+    async def _read(self, request: Request, action: str, allowed: set[str]) -> Response:
+        query = dict(request.query_params)
+        unknown = sorted(set(query) - allowed)
+        if unknown:
+            known = ", ".join(sorted(allowed)) or "none"
+            return _json(
+                Invalid(unknown[0], f"unknown query parameter '{unknown[0]}'; known: {known}").reply()
+            )
+        numbers = ("job_id", "limit", "before")
+        fields: dict[str, Any] = {k: _number(v) if k in numbers else v for k, v in query.items()}
+        return await self.dispatch(request, {"action": action, **fields})
+
+    async def metrics(self, request: Request) -> Response:
+        def scrape() -> bytes:
+            counted = generate_latest(self.app.metrics) if self.app.metrics is not None else b""
+            return counted + generate_latest(self.gauges)
+
+        return Response(await run_in_threadpool(scrape), media_type=CONTENT_TYPE_LATEST)
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(document())
+
+
+def create_app(
+    app: App, sources: Sequence[Source] | None = None, host: str = "127.0.0.1", links: Links | None = None
+) -> ASGIApp:
+    """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen;
+    `links` checks the operator's one-time dashboard links (serve publishes its key)."""
+    if sources is None:
+        sources = [app.config.source(name) for name in app.config.sources]
+    from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
+
+    tokens = Tokens(sources)
+    dashboard, _ = create_ui(app, tokens.source, links)
+    api = _Api(app)
+    mcp_server = mcp_front.build_server(app.protocol, source_of)
+    # Stateless: each MCP request is checked on its own token, and no session outlives it.
+    mcp_server.streamable_http_app(
+        stateless_http=True, json_response=True, max_request_body_size=api.limit, host=host
+    )
+    manager = mcp_server.session_manager
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    starlette = Starlette(
+        routes=[
+            Route("/v1/call", api.call, methods=["POST"]),
+            _get("/v1/jobs", api.jobs),
+            _get("/v1/jobs/{name}", api.job),
+            _get("/v1/runs", api.runs),
+            _get("/v1/audit", api.audit),
+            _get("/v1/status", api.status),
+            _get("/metrics", api.metrics),
+            _get("/healthz", api.healthz),
+            _get("/openapi.json", api.openapi),
+            # POST only: a stateless server has no session to end (DELETE) and no stream of its own to
+            # offer (GET), and the MCP specification lets it answer both 405, as the route then does.
+            Route("/mcp", _TypedAnswers(StreamableHTTPASGIApp(manager), api.limit), methods=["POST"]),
+            Mount("/ui", dashboard),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+        lifespan=lifespan,
+    )
+    return BearerAuth(starlette, tokens)
+
+
+_JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
+
+
+class _TypedAnswers:
+    """The MCP SDK's answers, each with the Content-Type its body has (as /openapi.json says): it sends
+    some refusals as bare text with none, and its 202 with `application/json` and no body at all.
+    (A class, not a function: Starlette calls a plain function as a request handler.)"""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body, complete = await _read_body(receive, self.limit)
+        if complete:
+            # The document's schema is the SDK's models' own, held strictly here (the SDK is lenient).
+            refusal = _json_rpc_problem(body)
+            if refusal is not None:
+                answer = JSONResponse({"jsonrpc": "2.0", "id": None, "error": refusal}, 400)
+                await answer(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": not complete}
+            return await receive()
+
+        start: Message | None = None
+
+        async def send_typed(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message  # held until the first body part tells whether there is a body
+                return
+            if start is not None and message["type"] == "http.response.body":
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-type"]
+                typed_as = dict(start.get("headers", [])).get(b"content-type")
+                empty = not message.get("body") and not message.get("more_body")
+                if not empty:
+                    headers.append((b"content-type", typed_as or b"text/plain; charset=utf-8"))
+                await send({**start, "headers": headers})
+                start = None
+            await send(message)
+
+        await self.app(scope, replay, send_typed)
+
+
+def _json_rpc_problem(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a body that is not one JSON-RPC message, held strictly to the SDK's models
+    (which validate leniently: `"code": false` passes as 0); None for a message."""
+    try:
+        data = json.loads(body)
+    except ValueError as error:
+        return {"code": -32700, "message": f"Parse error: the body is not JSON: {error}"}
+    try:
+        _JSON_RPC_MESSAGE.validate_python(data, strict=True)
+        return None
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+    # Of the four shapes a message may have, the one its keys say it meant to be.
+    keys = data if isinstance(data, dict) else {}
+    meant = next((kind for key, kind in _MESSAGE_KINDS if key in keys), "JSONRPCNotification")
+    problem = next((p for p in problems if p["loc"][:1] == (meant,)), problems[0])
+    where = ".".join(str(part) for part in problem["loc"][1:]) or "the message"
+    return {"code": -32600, "message": f"Invalid Request: {where}: {problem['msg']}"}
+
+
+# Which shape a JSON-RPC message meant to have, by the first of these keys it holds.
+_MESSAGE_KINDS = (("error", "JSONRPCError"), ("result", "JSONRPCResponse"), ("id", "JSONRPCRequest"))
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request's body, and whether it is whole: reading stops past `limit` bytes (the app refuses it)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), False
+        parts.append(message.get("body", b""))
+        size += len(parts[-1])
+        if not message.get("more_body"):
+            return b"".join(parts), True
+        if size > limit:
+            return b"".join(parts), False
+
+
+def _get(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    return Route(path, endpoint, methods=["GET"])
+
+
+def _source(request: Request) -> Source:
+    found = source_of(request)
+    assert found is not None, "BearerAuth runs before every route that needs a source"
+    return found
+
+
+def _json(reply: Reply) -> JSONResponse:
+    retry_after = reply.get("retry_after")
+    headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) else None
+    return JSONResponse(reply, status_code=status_of(reply), headers=headers)
+
+
+def _number(text: str) -> int | str:
+    """A query parameter that must be a whole number; anything else goes on, to be refused by name."""
+    # Any length the model can bound: past 2**62 it is refused as out of range, not as "not a number".
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 40 else text
+
+
+async def _read_capped(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed `limit`: from Content-Length, or while reading."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    code = "not_found" if error.status_code == 404 else "invalid"
+    headers = dict(error.headers or {})
+    if error.status_code == 405 and "Allow" in headers:
+        message = f"{request.method} is not served at {request.url.path}; it serves {headers['Allow']}"
+    else:
+        message = f"no route {request.method} {request.url.path}; /openapi.json lists the routes"
+    # A 405 keeps Starlette's Allow header: the methods the route does serve.
+    return JSONResponse(
+        {"ok": False, "error": code, "message": message}, status_code=error.status_code, headers=headers
+    )
+
+
+async def _crash(request: Request, error: Exception) -> Response:
+    # The traceback goes to the server's log, never to the client.
+    return JSONResponse(
+        {"ok": False, "error": "internal", "message": "the server failed on this request; see its log"},
+        status_code=500,
+    )
+
+
+# --- serving --------------------------------------------------------------------------------------------
+
+
+class Serving:
+    """An ASGI app served by uvicorn on a thread, on a socket bound at construction, so that a bad or busy
+    address fails at once, in the caller's thread.
+
+    The server never ticks: uvicorn's own main loop wakes every 100 ms (to refresh its Date header and to
+    look at `should_exit`), which would make an idle `serve` wake ten times a second (DESIGN semantic 25).
+    Here its loop waits on an event that `stop` sets, and the Date header is stamped on each response.
+    """
+
+    def __init__(self, asgi: ASGIApp, listen: str, on_exit: Callable[[], None] | None = None) -> None:
+        self._socket = _bind(*parse_listen(listen))
+        config = uvicorn.Config(
+            DateHeader(asgi),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+            date_header=False,
+        )
+        self._server = _Uvicorn(config)
+        self._on_exit = on_exit
+        self._thread = threading.Thread(target=self._run, name="cronwright-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Starts serving; returns once the server accepts requests, or raises if it could not start."""
+        self._thread.start()
+        self._server.up.wait(timeout)
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError(f"the HTTP server on {self.url} did not start; see the log")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stops accepting, lets requests in progress finish (at most 5 s), and closes the socket."""
+        self._server.exit_soon()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._socket.close()
+
+    def _run(self) -> None:
+        try:
+            self._server.run(sockets=[self._socket])
+        finally:
+            self._server.up.set()
+            if self._on_exit is not None:
+                self._on_exit()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    # IPPROTO_TCP, not 0 as socket.create_server has it: asyncio sets TCP_NODELAY only on connections of a
+    # socket that says it is TCP, and without it every small reply waits 40 ms for a delayed ACK.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, which tells when it is up instead of being polled, and whose main loop sleeps
+    until it is told to exit instead of ticking."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit: asyncio.Event | None = None
+        self._lock = threading.Lock()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        with self._lock:
+            self._loop, self._exit = asyncio.get_running_loop(), asyncio.Event()
+            if self.should_exit:
+                self._exit.set()
+        await super().startup(sockets)
+        self.up.set()
+
+    async def main_loop(self) -> None:
+        # uvicorn's loop also counts requests against limit_max_requests and calls callback_notify, once a
+        # tick; neither is configured here, so waiting for the exit event is all that is left of it.
+        assert self._exit is not None
+        await self._exit.wait()
+
+    def exit_soon(self) -> None:
+        """Asks the server to stop, from any thread: it wakes the loop, which is otherwise asleep."""
+        with self._lock:
+            self.should_exit = True
+            if self._loop is not None and self._exit is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has already closed
+                    self._loop.call_soon_threadsafe(self._exit.set)
+
+
+class DateHeader:
+    """Stamps each response with its `Date` header (RFC 9110 asks an origin server with a clock for one),
+    which uvicorn would otherwise refresh on a timer once a second."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._second = -1
+        self._value = b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [(b"date", self._now()), *message.get("headers", [])]}
+            await send(message)
+
+        await self._app(scope, receive, send_dated)
+
+    def _now(self) -> bytes:
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._value = second, formatdate(second, usegmt=True).encode()
+        return self._value

@@ -1,0 +1,1 @@
+"""The operations every front shares: reads, changes, lifecycle, quota, backfill, seeds, dry run."""

@@ -1,0 +1,1 @@
+"""What the node tells: JSON logs, event sinks, Prometheus metrics, change signals."""

@@ -1,0 +1,87 @@
+"""The gauges `/metrics` reads at scrape time: what the node and its store are like now.
+
+Counters of what happened are in sinks.py; these say how things stand, for alerting: the build, jobs by
+state, runs in flight, whether the store answers and keeps every write, the leases of the runs in flight,
+and how late the earliest due occurrence is. A store that fails while scraped turns `cronwright_store_up`
+to 0; it never fails the scrape.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Iterable
+from datetime import datetime
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from cronwright._version import __version__
+from cronwright.core.model import Persistence, State
+from cronwright.node.scheduler import Node
+
+
+def build_info() -> GaugeMetricFamily:
+    info = GaugeMetricFamily(
+        "cronwright_build_info", "Always 1; its labels name the build.", labels=["version", "python"]
+    )
+    info.add_metric([__version__, platform.python_version()], 1)
+    return info
+
+
+class NodeGauges:
+    """Gauges read at scrape time, from the node and its store (so jobs by state are across nodes)."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    def collect(self) -> Iterable[Metric]:
+        node = self._node
+        yield build_info()
+        yield GaugeMetricFamily(
+            "cronwright_runs_in_flight", "Attempts running on this node now.", value=node.in_flight()
+        )
+        now = node.clock.now()
+        try:
+            counts = node.store.counts()
+            orphans = len(node.store.orphans(now, node.settings.lease_ttl))
+            beats = node.store.beats()
+            next_wake = node.store.next_wake()
+        except Exception:
+            yield _gauge("cronwright_store_up", "1 when the store answers reads, else 0.", 0)
+            return
+        yield _gauge("cronwright_store_up", "1 when the store answers reads, else 0.", 1)
+        degraded = node.store.persistence is Persistence.DEGRADED
+        yield _gauge(
+            "cronwright_store_degraded",
+            "1 while a write waits in memory for the store (replies say degraded), else 0.",
+            int(degraded),
+        )
+        jobs = GaugeMetricFamily("cronwright_jobs", "Jobs by state.", labels=["state"])
+        for state in State:
+            jobs.add_metric([state.value], counts.get(state.value, 0))
+        yield jobs
+        yield _gauge(
+            "cronwright_leases_expired",
+            "Runs whose node stopped renewing its lease and that no pass has recorded interrupted yet.",
+            orphans,
+        )
+        last_beat = GaugeMetricFamily(
+            "cronwright_node_last_beat_timestamp_seconds",
+            "When each node last renewed its lease (Unix time).",
+            labels=["node"],
+        )
+        for beat in beats:
+            last_beat.add_metric([beat.node], beat.beat_at.timestamp())
+        yield last_beat
+        yield _gauge(
+            "cronwright_due_lateness_seconds",
+            "How long the earliest due occurrence (or retry) has waited past its instant; 0 if none is due.",
+            _lateness(next_wake, now),
+        )
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _lateness(due: datetime | None, now: datetime) -> float:
+    return max(0.0, (now - due).total_seconds()) if due is not None else 0.0
