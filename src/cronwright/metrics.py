@@ -12,11 +12,16 @@ import platform
 from collections.abc import Iterable
 from datetime import datetime
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 import cronwright
 from cronwright.model import Persistence, State
 from cronwright.node import Node
+from cronwright.ratelimit import AuthFailures
+
+# Where a token or a login can fail, and how it was answered: every series is there from the start.
+AUTH_FRONTS = ("api", "mcp", "dashboard")
+AUTH_ANSWERS = ("401", "429")
 
 
 def build_info() -> GaugeMetricFamily:
@@ -85,3 +90,23 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 def _lateness(due: datetime | None, now: datetime) -> float:
     return max(0.0, (now - due).total_seconds()) if due is not None else 0.0
+
+
+class AuthFailureCounts:
+    """`cronwright_auth_failures_total`: wrong tokens and failed logins, by front and by answer (401
+    within the client's allowance, 429 throttled). A rise alerts to someone guessing."""
+
+    def __init__(self, failures: AuthFailures) -> None:
+        self._failures = failures
+
+    def collect(self) -> Iterable[Metric]:
+        counts = self._failures.counts()
+        family = CounterMetricFamily(
+            "cronwright_auth_failures",
+            "Wrong bearer tokens and failed dashboard logins, by front and answer (429: throttled).",
+            labels=["front", "answer"],
+        )
+        for front in AUTH_FRONTS:
+            for answer in AUTH_ANSWERS:
+                family.add_metric([front, answer], counts.get((front, answer), 0))
+        yield family

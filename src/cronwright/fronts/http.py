@@ -45,8 +45,9 @@ from cronwright.app import App
 from cronwright.errors import Invalid, MessageTooLarge
 from cronwright.fronts import mcp as mcp_front
 from cronwright.fronts.openapi import document
-from cronwright.metrics import NodeGauges
+from cronwright.metrics import AuthFailureCounts, NodeGauges
 from cronwright.notify.gauges import AlertGauges
+from cronwright.ratelimit import AuthFailures
 from cronwright.sources import Source
 
 if TYPE_CHECKING:
@@ -127,23 +128,42 @@ class Tokens:
 
 
 class BearerAuth:
-    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope."""
+    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope.
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    A wrong token counts against its client's address (`AuthFailures`): past its allowance the client
+    gets 429 with Retry-After instead. A token that picks a source is never throttled."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens, failures: AuthFailures) -> None:
         self.app = app
         self.tokens = tokens
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        source = self.tokens.source(Headers(scope=scope).get("authorization"))
+        authorization = Headers(scope=scope).get("authorization")
+        source = self.tokens.source(authorization)
         if source is None:
-            await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            retry_after = None
+            if authorization:  # a token that matched nothing: no token at all guesses nothing
+                front = "mcp" if path == "/mcp" else "api"
+                retry_after = self.failures.failed(client_address(scope), front)
+            if retry_after is not None:
+                answer = Response(status_code=429, headers={"Retry-After": str(retry_after)})
+            else:
+                answer = Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await answer(scope, receive, send)
             return
         scope[SOURCE_KEY] = source
         await self.app(scope, receive, send)
+
+
+def client_address(scope: Scope) -> str:
+    """The caller's address, as uvicorn saw it (or as a trusted proxy's X-Forwarded-For says)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def source_of(request: object) -> Source | None:
@@ -157,11 +177,12 @@ def source_of(request: object) -> Source | None:
 
 
 class _Api:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, failures: AuthFailures) -> None:
         self.app = app
         self.limit = app.protocol.max_message_bytes
         self.gauges = CollectorRegistry()
         self.gauges.register(NodeGauges(app.node))
+        self.gauges.register(AuthFailureCounts(failures))
         node, limit = app.node, app.config.node.per_job_metrics
         store = node.store
         self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit))
@@ -233,8 +254,9 @@ def create_app(
     from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
 
     tokens = Tokens(sources)
-    dashboard, _ = create_ui(app, tokens.source, links)
-    api = _Api(app)
+    failures = AuthFailures(app.node.clock)
+    dashboard, _ = create_ui(app, tokens.source, links, failures)
+    api = _Api(app, failures)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
     mcp_server.streamable_http_app(
@@ -266,7 +288,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
-    return BearerAuth(starlette, tokens)
+    return BearerAuth(starlette, tokens, failures)
 
 
 _JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)

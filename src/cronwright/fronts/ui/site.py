@@ -18,6 +18,7 @@ from cronwright.fronts.ui.guard import SecurityHeaders
 from cronwright.fronts.ui.links import Links
 from cronwright.fronts.ui.sessions import COOKIE
 from cronwright.fronts.ui.views import HERE
+from cronwright.ratelimit import AuthFailures
 from cronwright.sources import Source
 
 # Reached without a session: the login pages and the static files.
@@ -25,11 +26,15 @@ OPEN = ("/login", "/static/")
 
 
 def create_ui(
-    app: App, token_source: Callable[[str | None], Source | None], links: Links | None = None
+    app: App,
+    token_source: Callable[[str | None], Source | None],
+    links: Links | None = None,
+    failures: AuthFailures | None = None,
 ) -> tuple[ASGIApp, Dashboard]:
     """The dashboard over `app`, to be mounted at /ui; `token_source` picks a bearer token's source;
-    `links` checks the operator's one-time links (a new key by default)."""
-    board = Dashboard(app, token_source, links=links or Links())
+    `links` checks the operator's one-time links (a new key by default); `failures` throttles failed
+    logins (the HTTP front shares its own, so a guesser's count is one across fronts)."""
+    board = Dashboard(app, token_source, failures or AuthFailures(app.node.clock), links=links or Links())
     site = Starlette(
         routes=[
             *login.routes(),
