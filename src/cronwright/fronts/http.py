@@ -4,8 +4,9 @@ Routes: `POST /v1/call` (the protocol), `GET /v1/jobs`, `/v1/jobs/{name}`, `/v1/
 (reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, MCP over streamable HTTP at
 `/mcp`, and the dashboard at `/ui/` (fronts/ui). Every route but `/healthz` and the dashboard needs
 `Authorization: Bearer <token>`: the token picks the configured source, and a missing or unknown one gets
-401 with no detail. The dashboard has its own sessions, started by the same tokens (or the operator's
-one-time link).
+401 with no body and RFC 6750's `WWW-Authenticate` (`error="invalid_token"` for a wrong one), or 429 for a
+client past its allowance of wrong tokens. `/.well-known/...` (OAuth discovery) is 404: no OAuth here.
+The dashboard has its own sessions, started by the same tokens (or the operator's one-time link).
 
 Every reply is the protocol's JSON. A refusal keeps its shape (`ok: false`, `error`, `message`, ...) and
 gets the status `STATUS` gives its code: 400 for a malformed request, 403 for what the source may not do,
@@ -54,6 +55,17 @@ if TYPE_CHECKING:
     from cronwright.fronts.ui.links import Links
 
 SOURCE_KEY = "cronwright.source"
+# RFC 6750: a 401 names the scheme and realm; with a token that was wrong, also error="invalid_token", so
+# an MCP client reports a wrong token instead of starting OAuth (section 3.1: no error when none was given).
+REALM = 'Bearer realm="cronwright"'
+# The node serves no OAuth (RFC 8414, RFC 9728, OpenID discovery): each of these answers 404 at once, with
+# or without a path suffix, so an MCP client that looks for them learns there is none, not that it needs a
+# token for the lookup.
+WELL_KNOWN = "/.well-known/"
+NO_OAUTH = (
+    "this node serves no OAuth: give the MCP client the source's token as the header "
+    "`Authorization: Bearer <token>` (docs/security.md, Giving an agent a source)"
+)
 OPEN_PATHS = frozenset({"/healthz", "/ui"})  # /ui: the router redirects it to /ui/
 # The dashboard checks its own sessions (fronts/ui/site.py), which a bearer token or a link starts.
 OPEN_PREFIXES = ("/ui/",)
@@ -143,21 +155,31 @@ class BearerAuth:
         if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
+        if path.startswith(WELL_KNOWN):
+            refusal = {"ok": False, "error": "not_found", "message": NO_OAUTH}
+            await JSONResponse(refusal, status_code=404)(scope, receive, send)
+            return
         authorization = Headers(scope=scope).get("authorization")
         source = self.tokens.source(authorization)
         if source is None:
-            retry_after = None
-            if authorization:  # a token that matched nothing: no token at all guesses nothing
-                front = "mcp" if path == "/mcp" else "api"
-                retry_after = self.failures.failed(client_address(scope), front)
-            if retry_after is not None:
-                answer = Response(status_code=429, headers={"Retry-After": str(retry_after)})
-            else:
-                answer = Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})
-            await answer(scope, receive, send)
+            await self._refuse(scope, authorization)(scope, receive, send)
             return
         scope[SOURCE_KEY] = source
         await self.app(scope, receive, send)
+
+    def _refuse(self, scope: Scope, authorization: str | None) -> Response:
+        """401 as RFC 6750 says, or 429 for a client past its allowance of wrong tokens."""
+        if not authorization:  # no token at all: nothing guessed, and no error code (RFC 6750, 3.1)
+            return Response(status_code=401, headers={"WWW-Authenticate": REALM})
+        front = "mcp" if scope.get("path") == "/mcp" else "api"
+        retry_after = self.failures.failed(client_address(scope), front)
+        if retry_after is not None:
+            return Response(status_code=429, headers={"Retry-After": str(retry_after)})
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer":  # another scheme: no bearer token was given
+            return Response(status_code=401, headers={"WWW-Authenticate": REALM})
+        error = "invalid_token" if token.strip() else "invalid_request"
+        return Response(status_code=401, headers={"WWW-Authenticate": f'{REALM}, error="{error}"'})
 
 
 def client_address(scope: Scope) -> str:
