@@ -3,7 +3,9 @@
 Each tool mirrors one protocol action, with a job's fields as flat arguments. Its input and output
 schemas are generated from the protocol's models (`cronwright.declare`): every argument is described, and
 an argument the tool does not know is a tool error naming it (and the one meant). A reply is the
-protocol's, as structured content, with a one-line summary as its text. A refusal is a tool error
+protocol's, as structured content, and its text is two blocks: a one-line summary, then that same reply
+as JSON (the MCP specification asks for the serialized JSON beside structured content, for clients that
+read only `content`). A refusal is a tool error
 (`isError`) whose text is the protocol's message in the tools' terms, which says what to fix. Who is
 asking decides what the tools may see and do: over stdio, the source given to `cronwright mcp`; over
 HTTP, the source the bearer token picked.
@@ -12,6 +14,7 @@ HTTP, the source the bearer token picked.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -370,8 +373,13 @@ class _Call:
             self._on_change(self._spec.action)
         if self._spec.action == "list" and not values.get("verbose"):
             reply = {**reply, "jobs": [lean(row) for row in reply["jobs"]]}
+        # The summary first: it says in words what an agent must heed (awaiting approval, handed to a
+        # node, more pages) and is what a person sees first; every client hands on every text block.
         return CallToolResult(
-            content=[TextContent(type="text", text=summary(self._spec.action, reply))],
+            content=[
+                TextContent(type="text", text=summary(self._spec.action, reply)),
+                TextContent(type="text", text=json.dumps(reply, ensure_ascii=False)),
+            ],
             structured_content=reply,
         )
 
