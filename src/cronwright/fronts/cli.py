@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -1216,6 +1217,37 @@ def init(folder: Path) -> None:
     for path in written:
         click.echo(f"wrote {path}")
     click.echo("next: cronwright serve   (or: make run)")
+
+
+@cli.group()
+def token() -> None:
+    """Bearer tokens: how a source proves itself over HTTP, MCP and the dashboard."""
+
+
+@token.command("new")
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True, help="Print source, token, token_sha256 and toml as JSON.")
+def token_new(source: str, as_json: bool) -> None:
+    """Prints a fresh random token for SOURCE, and the [sources.SOURCE] lines with its SHA-256 to paste
+    into cronwright.toml. The token is shown once and kept nowhere: the config holds only its digest."""
+    from cronwright.sources import OPERATOR, new_token, token_digest
+
+    if source == OPERATOR:
+        fail(f"'{OPERATOR}' is the local operator, which needs no token; name the source the caller acts as")
+    fresh = new_token()
+    digest = token_digest(fresh)
+    # A bare TOML key where the name is one, else a quoted one.
+    key = source if re.fullmatch(r"[A-Za-z0-9_-]+", source) else json.dumps(source)
+    toml = f'[sources.{key}]\ntoken_sha256 = "{digest}"'
+    if as_json:
+        found = {"source": source, "token": fresh, "token_sha256": digest, "toml": toml}
+        click.echo(json.dumps(found, ensure_ascii=False))
+        return
+    click.echo(f"A new token for the source {source}: give it to its caller; it is shown this once.\n")
+    click.echo(f"  {fresh}\n")
+    click.echo("Paste into cronwright.toml (or, to rotate, add the digest to the source's token_sha256")
+    click.echo("list beside the old one), then restart serve:\n")
+    click.echo(toml)
 
 
 def main() -> None:

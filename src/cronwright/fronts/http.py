@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import json
 import socket
@@ -49,7 +48,7 @@ from cronwright.fronts.openapi import document
 from cronwright.metrics import AuthFailureCounts, NodeGauges
 from cronwright.notify.gauges import AlertGauges
 from cronwright.ratelimit import AuthFailures
-from cronwright.sources import Source
+from cronwright.sources import Source, token_digest
 
 if TYPE_CHECKING:
     from cronwright.fronts.ui.links import Links
@@ -129,7 +128,7 @@ class Tokens:
     def source(self, authorization: str | None) -> Source | None:
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
-        given = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest().encode()
+        given = token_digest(token).encode()
         found: Source | None = None
         for source, expected in self._sources:
             if hmac.compare_digest(given, expected):
