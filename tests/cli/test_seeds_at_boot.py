@@ -119,7 +119,7 @@ def test_check_judges_a_one_shot_seed_that_already_fired_as_a_boot_does(cw: Cron
 
     checked = cw.run("check", at="2026-03-02T11:00:00+01:00")
     assert checked.rc == 0, checked.stderr
-    assert "1 seeds" in checked.stdout
+    assert "1 seed" in checked.stdout
     assert cw.store.read_bytes() == before, "check reads the store and writes nothing"
     assert cw.run("tick", at="2026-03-02T11:00:00+01:00").rc == 0, "boot agrees"
 

@@ -332,7 +332,7 @@ def test_a_reply_is_structured_content_with_a_one_line_summary(app: App) -> None
         row = (short.structured_content or {})["jobs"][0]
         assert set(row) == {"id", "name", "target", "action", "schedule", "state", "next_run_at", "ends_at",
                             "last_outcome"}  # fmt: skip
-        assert short.content[0].text == "1 schedules: standup"  # type: ignore[union-attr]
+        assert short.content[0].text == "1 schedule: standup"  # type: ignore[union-attr]
         assert (whole.structured_content or {})["jobs"][0]["retry_backoff_ms"] == 1000
 
     as_source(app, "agent", session)
@@ -368,6 +368,9 @@ def test_a_reply_carries_its_json_in_a_text_block_too_for_clients_that_read_only
             a for t in targets if t["target"] == "reports" for a in t["actions"] if a["action"] == "daily"
         )
         assert "args_schema" in daily
+        # One of a thing is said in the singular (issue 35, defect 8: "1 targets", "1 runs").
+        assert replies[1].content[0].text.startswith("1 target: reports (")  # type: ignore[union-attr]
+        assert replies[2].content[0].text.endswith("; 0 recent runs")  # type: ignore[union-attr]
         assert json.loads(replies[2].content[1].text)["job"]["args"] == {}  # type: ignore[union-attr]
 
     as_source(app, "agent", session)

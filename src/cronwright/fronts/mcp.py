@@ -449,7 +449,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         if reply.get("handed_to"):
             said += f"; serving node {reply['handed_to']} runs it: schedules_history shows its outcome"
         if "runs" in reply:
-            said += f"; {len(reply['runs'])} recent runs"
+            said += f"; {counted(len(reply['runs']), 'recent run')}"
         return said
     if action == "list":
         names = [row["name"] for row in reply["jobs"]]
@@ -457,7 +457,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         more = (
             f"; more follow after_name {reply['next_after_name']!r}" if reply.get("next_after_name") else ""
         )
-        return f"{len(names)} schedules" + (f": {listed}" if names else "") + more
+        return counted(len(names), "schedule") + (f": {listed}" if names else "") + more
     if action == "history":
         runs = reply["runs"]
         newest = (
@@ -465,7 +465,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if runs
             else ""
         )
-        return f"{len(runs)} runs{newest}"
+        return f"{counted(len(runs), 'run')}{newest}"
     if action == "audit":
         entries = reply["entries"]
         newest = (
@@ -474,12 +474,12 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if entries
             else ""
         )
-        return f"{len(entries)} audit entries{newest}"
+        return f"{counted(len(entries), 'audit entry', 'audit entries')}{newest}"
     if action == "preview":
         firings = ", ".join(reply["firings"][:3])
         return f"{reply['expression']} ({reply['explanation']}, {reply['tz']}): next {firings}"
     if action == "targets":
-        return f"{len(reply['targets'])} targets: " + "; ".join(
+        return f"{counted(len(reply['targets']), 'target')}: " + "; ".join(
             f"{t['target']} ({', '.join(a['action'] for a in t['actions'])})" for t in reply["targets"]
         )
     if action == "notifications":
@@ -490,7 +490,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if rows
             else ""
         )
-        return f"{len(rows)} notifications{newest}"
+        return f"{counted(len(rows), 'notification')}{newest}"
     return "done"
 
 

@@ -29,9 +29,10 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda found: ascii(found.group())[1:-1], text)
 
 
-def counted(count: int, noun: str) -> str:
-    """'1 occurrence', '6 occurrences': a count with its noun, singular for one."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 occurrence', '6 occurrences': a count with its noun, singular for one (`plural` where adding
+    an s will not do: 'audit entries')."""
+    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
 
 
 def relative(instant: str | None, now: datetime, units: int = 2) -> str:
