@@ -55,3 +55,30 @@ def test_the_observability_doc_names_every_counter_and_event_the_node_emits() ->
     assert [kind.value for kind in EventKind if f"`{kind.value}`" not in text] == []
     skips = next(line for line in text.splitlines() if "`cronwright_skips_total{reason}`" in line)
     assert [reason for reason in SKIP_REASONS if f"`{reason}`" not in skips] == []
+
+
+# Words someone may have hashed for an example token; a digest of any of them in a doc, copied into a
+# config, lets in whoever tries the word (issue 35: the docs had sha256("test") and sha256("test2")).
+KNOWN_WORDS = (
+    "", "test", "test1", "test2", "secret", "token", "password", "changeme", "agent", "other", "admin",
+    "example", "cronwright", "mytoken", "agent-token", "letmein", "123456", "hunter2",
+)  # fmt: skip
+DIGEST = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+
+
+def published() -> list[Path]:
+    """What a newcomer copies from: the docs, the README, and what `init` writes."""
+    root = DOCS.parent
+    starter = root / "src" / "cronwright" / "templates"
+    written = sorted(p for p in starter.rglob("*") if p.suffix in (".toml", ".py", ".md"))
+    return [*sorted(DOCS.glob("*.md")), root / "README.md", *written]
+
+
+def test_no_doc_holds_the_digest_of_a_known_word() -> None:
+    import hashlib
+
+    known = {hashlib.sha256(word.encode()).hexdigest(): word for word in KNOWN_WORDS}
+    found = {(path.name, digest) for path in published() for digest in DIGEST.findall(path.read_text())}
+
+    assert found, "the docs show example digests: this test must see them"
+    assert sorted((name, known[digest]) for name, digest in found if digest in known) == []

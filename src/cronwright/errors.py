@@ -37,6 +37,13 @@ class UnknownAction(Refusal):
     code = "unknown_action"
 
 
+class RunAtPassed(Invalid):
+    """A new one-shot's instant is more than the misfire grace in the past (semantic 4)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("run_at", message)
+
+
 class InvalidJson(Refusal):
     code = "invalid_json"
 

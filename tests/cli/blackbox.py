@@ -9,13 +9,19 @@ LD_PRELOAD does not reach them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import queue
+import re
 import shlex
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -134,6 +140,39 @@ class Cronwright:
         )
         return Result(tuple(args), done.returncode, done.stdout, done.stderr)
 
+    def at_terminal(self, *args: str, columns: int = 80, at: str | None = None) -> Result:
+        """Runs a verb with its stdout on a real terminal (a pty) `columns` wide, as an operator sees it:
+        stdout is what the terminal showed, with the pty's CRLF made LF and colours and styles left out."""
+        argv, env = self.command(*args, at=at)
+        env["TERM"] = "xterm-256color"
+        main, terminal = pty.openpty()
+        fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+        chunks: list[bytes] = []
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                with subprocess.Popen(
+                    argv, stdin=terminal, stdout=terminal, stderr=stderr, env=env, cwd=self.folder
+                ) as process:
+                    os.close(terminal)
+                    terminal = -1
+                    while True:
+                        try:
+                            chunk = os.read(main, 65536)
+                        except OSError:  # EIO: the process ended and the terminal closed
+                            break
+                        if not chunk:
+                            break
+                        chunks.append(chunk)
+                    rc = process.wait(timeout=TIMEOUT)
+            finally:
+                os.close(main)
+                if terminal >= 0:
+                    os.close(terminal)
+            stderr.seek(0)
+            said = stderr.read().decode("utf-8", "replace")
+        shown = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+        return Result(tuple(args), rc, _ANSI.sub("", shown), said)
+
     def ok(self, *args: str, at: str | None = None) -> Result:
         result = self.run(*args, at=at)
         assert result.rc == 0, result
@@ -183,6 +222,10 @@ class Cronwright:
     def fires(self) -> list[str]:
         """The "FIRE_ID ATTEMPT" lines the commands appended, in order."""
         return self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+
+
+# What a terminal takes as colour and style (CSI sequences) or a link (OSC 8), not as text.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 def _toml(value: object) -> str:

@@ -25,7 +25,7 @@ argv = ["true"]
 
 
 def test_check_names_each_action_whose_program_cannot_start(cw: Cronwright) -> None:
-    assert cw.ok("check").stdout.startswith(f"{cw.config}: ok: 1 targets, 3 actions")
+    assert cw.ok("check").stdout.startswith(f"{cw.config}: ok: 1 target, 3 actions")
     (cw.folder / "scripts").mkdir()
     (cw.folder / "scripts" / "not-executable.sh").write_text("#!/bin/sh\n", encoding="utf-8")
     cw.config.write_text(cw.config.read_text(encoding="utf-8") + BROKEN, encoding="utf-8")

@@ -52,12 +52,23 @@ def test_a_one_shot_seed_that_came_due_while_the_node_was_down_fires_its_late_ru
     assert len(cw.fires()) == 1
 
 
-def test_a_new_one_shot_seed_long_past_is_refused_at_boot_naming_it(cw: Cronwright) -> None:
-    """A seed never stored is a create: a run_at more than the grace in the past is refused (semantic 4)."""
+def test_a_one_shot_seed_long_past_that_its_store_never_knew_is_reported_and_skipped(cw: Cronwright) -> None:
+    """A config copied to a new machine after a one-shot's instant still boots (semantic 16, last bullet;
+    issue 35, defect 11): the seed is named on stderr, skipped, and nothing fires; the other seeds stand."""
     seed(cw, dedupe_key="launch", name="launch", run_at="2026-03-02T09:30:00+01:00")
-    refused = cw.run("tick", at="2026-03-02T10:00:00+01:00")
-    assert refused.rc == 2
-    assert "seed #1 (launch) is invalid" in refused.stderr and "run_at" in refused.stderr
+    seed(cw, dedupe_key="hourly", name="hourly", schedule={"every": "1h"})
+
+    checked = cw.run("check", at="2026-03-02T10:00:00+01:00")
+    ticked = cw.run("tick", "--json", at="2026-03-02T10:00:00+01:00")
+    again = cw.run("tick", "--json", at="2026-03-02T10:00:30+01:00")
+
+    for result in (checked, ticked, again):
+        assert result.rc == 0, result
+        assert "seed #1 (launch) is skipped: its store never had it" in result.stderr, result.stderr
+        assert "run_at" in result.stderr
+    assert ticked.json()["fired"] == 0 and cw.fires() == []
+    names = [job["name"] for job in cw.json("list", at="2026-03-02T10:01:00+01:00")["jobs"]]
+    assert names == ["hourly"]
 
 
 @pytest.mark.parametrize(
@@ -119,12 +130,13 @@ def test_check_judges_a_one_shot_seed_that_already_fired_as_a_boot_does(cw: Cron
 
     checked = cw.run("check", at="2026-03-02T11:00:00+01:00")
     assert checked.rc == 0, checked.stderr
-    assert "1 seeds" in checked.stdout
+    assert "1 seed" in checked.stdout
     assert cw.store.read_bytes() == before, "check reads the store and writes nothing"
     assert cw.run("tick", at="2026-03-02T11:00:00+01:00").rc == 0, "boot agrees"
 
-    # The same seed with no row is a create of an instant long past: check and boot both refuse it.
+    # The same seed with no row is an instant long past that its store never knew: check and boot both
+    # report it and skip it (semantic 16), and check still makes no store.
     cw.store.unlink()
-    refused = cw.run("check", at="2026-03-02T11:00:00+01:00")
-    assert refused.rc == 2 and "seed #1 (launch) is invalid" in refused.stderr, refused
+    skipped = cw.run("check", at="2026-03-02T11:00:00+01:00")
+    assert skipped.rc == 0 and "seed #1 (launch) is skipped" in skipped.stderr, skipped
     assert not cw.store.exists(), "check makes no store"

@@ -25,25 +25,58 @@ def test_a_missing_token_gets_401_with_no_detail(live: Live, method: str, path: 
 
     assert reply.status_code == 401
     assert reply.content == b""
-    assert reply.headers["www-authenticate"] == "Bearer"
+    # RFC 6750, 3.1: no token at all gets the scheme and realm, and no error code.
+    assert reply.headers["www-authenticate"] == 'Bearer realm="cronwright"'
 
 
 @pytest.mark.parametrize(
-    "authorization",
+    ("authorization", "challenge"),
     [
-        "Bearer wrong-token",
-        "Bearer agent-secret-token-but-longer",
-        "Bearer",
-        "Basic YWdlbnQ6YWdlbnQtc2VjcmV0LXRva2Vu",
-        "agent-secret-token",
-        "Token agent-secret-token",
+        ("Bearer wrong-token", 'Bearer realm="cronwright", error="invalid_token"'),
+        ("Bearer agent-secret-token-but-longer", 'Bearer realm="cronwright", error="invalid_token"'),
+        ("bearer wrong-token", 'Bearer realm="cronwright", error="invalid_token"'),
+        ("Bearer", 'Bearer realm="cronwright", error="invalid_request"'),
+        ("Basic YWdlbnQ6YWdlbnQtc2VjcmV0LXRva2Vu", 'Bearer realm="cronwright"'),
+        ("agent-secret-token", 'Bearer realm="cronwright"'),
+        ("Token agent-secret-token", 'Bearer realm="cronwright"'),
     ],
 )
-def test_a_wrong_token_gets_401_with_no_detail(live: Live, authorization: str) -> None:
-    reply = live.http.post("/v1/call", json={"action": "list"}, headers={"Authorization": authorization})
+def test_a_wrong_token_gets_401_with_the_rfc_6750_challenge_and_no_body(
+    live: Live, authorization: str, challenge: str
+) -> None:
+    """A wrong bearer token says `invalid_token` (RFC 6750, 3.1), so an MCP client reports a wrong token
+    rather than start OAuth; a request with no bearer token at all gets no error code."""
+    for path in ("/v1/call", "/mcp"):
+        reply = live.http.post(path, json={"action": "list"}, headers={"Authorization": authorization})
 
-    assert reply.status_code == 401
-    assert reply.content == b""
+        assert reply.status_code == 401
+        assert reply.content == b""
+        assert reply.headers["www-authenticate"] == challenge
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/openid-configuration",
+    ],
+)
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", "Bearer agent-secret-token"])
+def test_the_oauth_discovery_paths_are_not_found_with_or_without_a_token(
+    live: Live, path: str, authorization: str | None
+) -> None:
+    """The node serves no OAuth: an MCP client that looks for its metadata finds none (404), rather than
+    a 401 that reads as "authorize first" and sends it into dynamic client registration."""
+    headers = {"Authorization": authorization} if authorization else {}
+    reply = live.http.get(path, headers=headers)
+
+    assert reply.status_code == 404
+    assert reply.json()["error"] == "not_found"
+    assert "Authorization: Bearer <token>" in reply.json()["message"]
+    assert "www-authenticate" not in reply.headers
 
 
 def test_healthz_answers_without_a_token(live: Live) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -331,8 +332,46 @@ def test_a_reply_is_structured_content_with_a_one_line_summary(app: App) -> None
         row = (short.structured_content or {})["jobs"][0]
         assert set(row) == {"id", "name", "target", "action", "schedule", "state", "next_run_at", "ends_at",
                             "last_outcome"}  # fmt: skip
-        assert short.content[0].text == "1 schedules: standup"  # type: ignore[union-attr]
+        assert short.content[0].text == "1 schedule: standup"  # type: ignore[union-attr]
         assert (whole.structured_content or {})["jobs"][0]["retry_backoff_ms"] == 1000
+
+    as_source(app, "agent", session)
+
+
+def test_a_reply_carries_its_json_in_a_text_block_too_for_clients_that_read_only_content(app: App) -> None:
+    """The MCP specification: a tool that returns structured content also returns it serialized as JSON
+    in a TextContent block. An agent whose client reads only `content` learns each action's args schema
+    from schedules_targets, and every field of a job, not only the summary line."""
+
+    async def session(client: Client) -> None:
+        created = await client.call_tool(
+            "schedules_create",
+            {"name": "standup", "target": "reports", "action": "daily", "schedule": {"every": "1h"}},
+        )
+        replies = [
+            created,
+            await client.call_tool("schedules_targets", {}),
+            await client.call_tool("schedules_get", {"name": "standup"}),
+            await client.call_tool("schedules_list", {}),
+            await client.call_tool("schedules_history", {}),
+            await client.call_tool("schedules_preview", {"expression": "0 7 * * *"}),
+        ]
+
+        for reply in replies:
+            assert not reply.is_error, reply.content
+            assert [block.type for block in reply.content] == ["text", "text"]
+            summary, whole = (block.text for block in reply.content)  # type: ignore[union-attr]
+            assert "\n" not in summary and not summary.startswith("{")
+            assert json.loads(whole) == reply.structured_content
+        targets = json.loads(replies[1].content[1].text)["targets"]  # type: ignore[union-attr]
+        daily = next(
+            a for t in targets if t["target"] == "reports" for a in t["actions"] if a["action"] == "daily"
+        )
+        assert "args_schema" in daily
+        # One of a thing is said in the singular (issue 35, defect 8: "1 targets", "1 runs").
+        assert replies[1].content[0].text.startswith("1 target: reports (")  # type: ignore[union-attr]
+        assert replies[2].content[0].text.endswith("; 0 recent runs")  # type: ignore[union-attr]
+        assert json.loads(replies[2].content[1].text)["job"]["args"] == {}  # type: ignore[union-attr]
 
     as_source(app, "agent", session)
 

@@ -3,6 +3,8 @@ picks the source), and stdio against a spawned `cronwright mcp --source NAME`.""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,6 +44,8 @@ async def create_list_pause_delete(client: Client, target: str, action: str) -> 
     assert not created.is_error, created.content
     listed = await client.call_tool("schedules_list", {})
     assert [job["name"] for job in (listed.structured_content or {})["jobs"]] == ["nightly"]
+    # Over the wire too, the reply's JSON is in `content`, after the summary (the MCP specification).
+    assert json.loads(listed.content[1].text) == listed.structured_content  # type: ignore[union-attr]
     paused = await client.call_tool("schedules_pause", {"name": "nightly"})
     assert (paused.structured_content or {})["job"]["state"] == "paused"
     deleted = await client.call_tool("schedules_delete", {"name": "nightly"})
@@ -105,8 +109,11 @@ max_schedules = 5
 
 def test_mcp_over_stdio_acts_as_the_configured_source(tmp_path: Path) -> None:
     config = write_config(tmp_path)
+    # The SDK starts the server with a few variables only: PYTHONPATH goes too, so that the server is the
+    # code under test (a checkout ahead of the installed package) and not the installed one.
+    kept = {key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}
     params = StdioServerParameters(
-        command=CRONWRIGHT, args=["--config", str(config), "mcp", "--source", "agent"], cwd=tmp_path
+        command=CRONWRIGHT, args=["--config", str(config), "mcp", "--source", "agent"], cwd=tmp_path, env=kept
     )
 
     async def main() -> None:

@@ -132,6 +132,24 @@ def test_explain_is_cronsims_english() -> None:
     assert CronExpression.parse("0 0 * * 5#3").explain() == "At 00:00 on the third Friday of the month"
 
 
+@pytest.mark.parametrize(
+    ("expression", "said"),
+    [
+        ("0 7 21 * *", "At 07:00 on the 21st day of every month"),
+        ("0 7 22 * *", "At 07:00 on the 22nd day of every month"),
+        ("0 7 31 * *", "At 07:00 on the 31st day of every month"),
+        ("0 7 11,12,13,23 * *", "At 07:00 on the 11th, the 12th, the 13th, and the 23rd day of month"),
+        ("0 7 * * 0,7", "At 07:00 on Sunday"),
+        ("0 7 * * 7", "At 07:00 on Sunday"),
+        ("0 7 * * 5-7", "At 07:00 on Friday through Sunday"),
+        ("0 0 7 * * 0,7", "At 07:00 on Sunday"),
+    ],
+)
+def test_explain_says_ordinals_and_weekdays_as_english_does(expression: str, said: str) -> None:
+    """cronsim says "21th", "22th", "31th" and, for `0,7`, "on Sunday and Sunday" (issue 35, defect 8)."""
+    assert CronExpression.parse(expression).explain() == said
+
+
 def test_a_stored_expression_can_be_rebuilt_directly() -> None:
     assert CronExpression("0 3 * * *") == CronExpression.parse("0 3 * * *")
 

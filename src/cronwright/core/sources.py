@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
 OPERATOR = "cli"
+TOKEN_BYTES = 32  # of randomness in a token `new_token` makes: 256 bits, beyond any guessing
+
+
+def token_digest(token: str) -> str:
+    """The SHA-256 of a bearer token, in hex, as a source's `token_sha256` holds it."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh bearer token: TOKEN_BYTES random bytes, URL-safe base64 (43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -188,9 +189,21 @@ def finish(reply: Reply, as_json: bool, human: Callable[[Reply], None]) -> None:
         human(reply)
     else:
         field = f" ({_flag_for(reply['field'])})" if reply.get("field") else ""
-        click.echo(f"cronwright: refused: {reply.get('error')}{field}: {reply.get('message')}", err=True)
+        message = in_cli_terms(str(reply.get("message")))
+        click.echo(f"cronwright: refused: {reply.get('error')}{field}: {message}", err=True)
     if not reply.get("ok"):
         sys.exit(1)
+
+
+# The protocol's actions whose CLI verb has another name: a refusal's advice names the verb to type.
+VERB_OF = {"create_job": "add", "get": "show", "delete": "remove", "run_now": "run-now"}
+
+
+def in_cli_terms(message: str) -> str:
+    """A protocol message with the actions it names (`delete`) named as the CLI's verbs (`remove`)."""
+    for action, verb in VERB_OF.items():
+        message = message.replace(f"`{action}`", f"`{verb}`")
+    return message
 
 
 # The request fields the CLI reads its own way, by the option or argument that gives them.
@@ -799,7 +812,21 @@ def _simple(verb: str, action: str, doc: str) -> None:
     @json_option
     @pass_runtime
     def command(runtime: Runtime, name: str, as_json: bool) -> None:
-        finish(changed(runtime, runtime.call(action, name=name)), as_json, say_job("removed"))
+        said = say_job("removed")
+
+        def human(reply: Reply) -> None:
+            said(reply)
+            job = reply["job"]
+            seeded = {seed.get("dedupe_key") for seed in runtime.config.seed}
+            # Semantic 16: a deleted recurring seed is re-created at boot (a one-shot that was there is not).
+            if job.get("dedupe_key") in seeded and job.get("kind") != "at":
+                where = runtime.config.path or "the config"
+                click.echo(
+                    f"note: it is a [[seed]] of {where}: the next boot (serve, tick) creates it again; "
+                    "take the [[seed]] out of the config to keep it gone"
+                )
+
+        finish(changed(runtime, runtime.call(action, name=name)), as_json, human)
 
 
 def _noted(verb: str, past: str, model: str, doc: str) -> None:
@@ -1141,9 +1168,9 @@ def check(runtime: Runtime) -> None:
         fail(problems[-1])
     where = config.path or "built-in defaults"
     click.echo(
-        f"{where}: ok: {len(config.targets)} targets, "
-        f"{sum(len(t['actions']) for t in registry.describe())} actions, "
-        f"{len(config.sources)} sources, {len(config.seed)} seeds"
+        f"{where}: ok: {render.counted(len(config.targets), 'target')}, "
+        f"{render.counted(sum(len(t['actions']) for t in registry.describe()), 'action')}, "
+        f"{render.counted(len(config.sources), 'source')}, {render.counted(len(config.seed), 'seed')}"
     )
 
 
@@ -1216,6 +1243,37 @@ def init(folder: Path) -> None:
     for path in written:
         click.echo(f"wrote {path}")
     click.echo("next: cronwright serve   (or: make run)")
+
+
+@cli.group()
+def token() -> None:
+    """Bearer tokens: how a source proves itself over HTTP, MCP and the dashboard."""
+
+
+@token.command("new")
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True, help="Print source, token, token_sha256 and toml as JSON.")
+def token_new(source: str, as_json: bool) -> None:
+    """Prints a fresh random token for SOURCE, and the [sources.SOURCE] lines with its SHA-256 to paste
+    into cronwright.toml. The token is shown once and kept nowhere: the config holds only its digest."""
+    from cronwright.core.sources import OPERATOR, new_token, token_digest
+
+    if source == OPERATOR:
+        fail(f"'{OPERATOR}' is the local operator, which needs no token; name the source the caller acts as")
+    fresh = new_token()
+    digest = token_digest(fresh)
+    # A bare TOML key where the name is one, else a quoted one.
+    key = source if re.fullmatch(r"[A-Za-z0-9_-]+", source) else json.dumps(source)
+    toml = f'[sources.{key}]\ntoken_sha256 = "{digest}"'
+    if as_json:
+        found = {"source": source, "token": fresh, "token_sha256": digest, "toml": toml}
+        click.echo(json.dumps(found, ensure_ascii=False))
+        return
+    click.echo(f"A new token for the source {source}: give it to its caller; it is shown this once.\n")
+    click.echo(f"  {fresh}\n")
+    click.echo("Paste into cronwright.toml (or, to rotate, add the digest to the source's token_sha256")
+    click.echo("list beside the old one), then restart serve:\n")
+    click.echo(toml)
 
 
 def main() -> None:

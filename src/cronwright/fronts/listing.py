@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cronwright.fronts.render import relative
+from cronwright.fronts.render import relative, visible
 
 HEADERS = ("NAME", "RUNS", "SCHEDULE", "NEXT", "LEFT", "LAST", "RESULT", "ENDS", "STATE")
 GAP = "  "
@@ -104,7 +104,7 @@ def cells(row: Mapping[str, Any], now: datetime, zone: ZoneInfo, form: _Form) ->
         else:
             result = f"{result} (breaker)"
     elif row.get("pause_note") and not form.short:
-        state += f" ({_clip(row['pause_note'], NOTE_WIDTH)})"  # why it was paused: --wide, or a pipe
+        state += f" ({_clip(visible(row['pause_note']), NOTE_WIDTH)})"  # why it was paused: --wide, or a pipe
 
     def instant(value: str | None) -> str:
         if value is None:

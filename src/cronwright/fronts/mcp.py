@@ -3,7 +3,9 @@
 Each tool mirrors one protocol action, with a job's fields as flat arguments. Its input and output
 schemas are generated from the protocol's models (`cronwright.declare`): every argument is described, and
 an argument the tool does not know is a tool error naming it (and the one meant). A reply is the
-protocol's, as structured content, with a one-line summary as its text. A refusal is a tool error
+protocol's, as structured content, and its text is two blocks: a one-line summary, then that same reply
+as JSON (the MCP specification asks for the serialized JSON beside structured content, for clients that
+read only `content`). A refusal is a tool error
 (`isError`) whose text is the protocol's message in the tools' terms, which says what to fix. Who is
 asking decides what the tools may see and do: over stdio, the source given to `cronwright mcp`; over
 HTTP, the source the bearer token picked.
@@ -12,6 +14,7 @@ HTTP, the source the bearer token picked.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -370,8 +373,13 @@ class _Call:
             self._on_change(self._spec.action)
         if self._spec.action == "list" and not values.get("verbose"):
             reply = {**reply, "jobs": [lean(row) for row in reply["jobs"]]}
+        # The summary first: it says in words what an agent must heed (awaiting approval, handed to a
+        # node, more pages) and is what a person sees first; every client hands on every text block.
         return CallToolResult(
-            content=[TextContent(type="text", text=summary(self._spec.action, reply))],
+            content=[
+                TextContent(type="text", text=summary(self._spec.action, reply)),
+                TextContent(type="text", text=json.dumps(reply, ensure_ascii=False)),
+            ],
             structured_content=reply,
         )
 
@@ -441,7 +449,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         if reply.get("handed_to"):
             said += f"; serving node {reply['handed_to']} runs it: schedules_history shows its outcome"
         if "runs" in reply:
-            said += f"; {len(reply['runs'])} recent runs"
+            said += f"; {counted(len(reply['runs']), 'recent run')}"
         return said
     if action == "list":
         names = [row["name"] for row in reply["jobs"]]
@@ -449,7 +457,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
         more = (
             f"; more follow after_name {reply['next_after_name']!r}" if reply.get("next_after_name") else ""
         )
-        return f"{len(names)} schedules" + (f": {listed}" if names else "") + more
+        return counted(len(names), "schedule") + (f": {listed}" if names else "") + more
     if action == "history":
         runs = reply["runs"]
         newest = (
@@ -457,7 +465,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if runs
             else ""
         )
-        return f"{len(runs)} runs{newest}"
+        return f"{counted(len(runs), 'run')}{newest}"
     if action == "audit":
         entries = reply["entries"]
         newest = (
@@ -466,12 +474,12 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if entries
             else ""
         )
-        return f"{len(entries)} audit entries{newest}"
+        return f"{counted(len(entries), 'audit entry', 'audit entries')}{newest}"
     if action == "preview":
         firings = ", ".join(reply["firings"][:3])
         return f"{reply['expression']} ({reply['explanation']}, {reply['tz']}): next {firings}"
     if action == "targets":
-        return f"{len(reply['targets'])} targets: " + "; ".join(
+        return f"{counted(len(reply['targets']), 'target')}: " + "; ".join(
             f"{t['target']} ({', '.join(a['action'] for a in t['actions'])})" for t in reply["targets"]
         )
     if action == "notifications":
@@ -482,7 +490,7 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
             if rows
             else ""
         )
-        return f"{len(rows)} notifications{newest}"
+        return f"{counted(len(rows), 'notification')}{newest}"
     return "done"
 
 

@@ -34,11 +34,28 @@ REFUSALS = {
     "job_not_pending, job_terminal.",
     "413": "The body is over max_message_bytes (message_too_large); it was not parsed.",
     "429": "The node is at max_concurrency (at_max_concurrency), or the source made more changes than "
-    "its max_mutations_per_minute (rate_limited, with retry_after and a Retry-After header).",
+    "its max_mutations_per_minute (rate_limited, with retry_after and a Retry-After header); or, with no "
+    "body, too many wrong tokens from this client address (Retry-After says when it may try again).",
     "503": "The store failed (store_unavailable: nothing changed; try again), or stopped answering while a"
     " create was written (outcome_unknown: it may have landed; `get` it by name before trying again).",
 }
 READ_CODES = ("400", "404", "503")
+# Every guarded route: a missing or wrong token, and a client past its allowance of wrong tokens.
+UNAUTHORIZED = {
+    "description": "A missing or unknown bearer token. No body, no detail.",
+    "headers": {
+        "WWW-Authenticate": {
+            "description": 'RFC 6750: `Bearer realm="cronwright"`, with `error="invalid_token"` when the '
+            "token given matches no source.",
+            "schema": {"type": "string"},
+        }
+    },
+}
+THROTTLED = {
+    "description": "Too many wrong tokens from this client address; no body. Retry-After says when it may "
+    "try again. A right token is never throttled.",
+    "headers": {"Retry-After": {"description": "Whole seconds.", "schema": {"type": "integer"}}},
+}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -61,7 +78,7 @@ def _refusal(description: str) -> dict[str, Any]:
 def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
     responses: dict[str, Any] = {
         "200": {"description": "Done.", "content": {"application/json": {"schema": ok}}},
-        "401": {"description": "A missing or unknown bearer token. No body, no detail."},
+        "401": UNAUTHORIZED,
         "405": {
             "description": "The method is not one this route serves.",
             "headers": {"Allow": {"description": "The methods it serves.", "schema": {"type": "string"}}},
@@ -69,6 +86,7 @@ def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
         },
     }
     responses.update({code: _refusal(REFUSALS[code]) for code in codes})
+    responses.setdefault("429", THROTTLED)
     return responses
 
 
@@ -101,7 +119,8 @@ def _get(operation: str, summary: str, ok: str, parameters: list[dict[str, Any]]
 def _plain(operation: str, summary: str, content: dict[str, Any], open_route: bool = False) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": {"description": summary, "content": content}}
     if not open_route:
-        responses["401"] = {"description": "A missing or unknown bearer token."}
+        responses["401"] = UNAUTHORIZED
+        responses["429"] = THROTTLED
     responses["405"] = _responses({}, ())["405"]
     operation_object: dict[str, Any] = {"operationId": operation, "summary": summary, "responses": responses}
     if open_route:
@@ -208,12 +227,13 @@ def _mcp() -> dict[str, Any]:
                     "description": "Not a JSON-RPC message: not JSON, or not of its shape.",
                     "content": {**reply, "text/plain": {"schema": {"type": "string"}}},
                 },
-                "401": {"description": "A missing or unknown bearer token. No body, no detail."},
+                "401": UNAUTHORIZED,
                 "405": _responses({}, ())["405"],
                 "406": {"description": "The Accept header lacks application/json or text/event-stream.",
                         "content": reply},
                 "413": {"description": "The body is over the node's max_message_bytes.", "content": reply},
                 "415": {"description": "The body is not application/json.", "content": reply},
+                "429": THROTTLED,
             },
         }
     }  # fmt: skip

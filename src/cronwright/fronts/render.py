@@ -1,9 +1,13 @@
 """Protocol rows as text for people: a rich table on a terminal and plain aligned columns when piped.
 Instants stay ISO-8601 with their offset. `list` has its own fitted layout (listing.py).
+
+A cell holds what callers wrote (a pause note, a run's message, a name): it is always text, never rich
+markup, and its control characters are shown, never sent to the terminal.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -15,9 +19,20 @@ WIDTH = 80
 RUN_COLUMNS = ("FINISHED", "SCHEDULE", "FIRE_ID", "ATTEMPT", "OUTCOME", "TOOK", "MESSAGE")
 
 
-def counted(count: int, noun: str) -> str:
-    """'1 occurrence', '6 occurrences': a count with its noun, singular for one."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+# C0 and C1 control characters and DEL: an escape sequence in a note could move the cursor, retitle the
+# window or write the clipboard of the operator's terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character written as its escape (`\\x1b`), so a terminal shows it."""
+    return _CONTROL.sub(lambda found: ascii(found.group())[1:-1], text)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 occurrence', '6 occurrences': a count with its noun, singular for one (`plural` where adding
+    an s will not do: 'audit entries')."""
+    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
 
 
 def relative(instant: str | None, now: datetime, units: int = 2) -> str:
@@ -121,14 +136,17 @@ def _short(value: Any) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     out = out or sys.stdout
+    rows = [[visible(cell) for cell in row] for row in rows]
     if out.isatty():
         # Imported here: only a table on a terminal needs rich, and every CLI call would pay for it.
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         rich_table = Table(*headers, box=None, header_style="bold", pad_edge=False)
         for row in rows:
-            rich_table.add_row(*row)
+            # Text, never a str: rich reads a str as markup, where `[/x]` raises and `[x]` vanishes.
+            rich_table.add_row(*(Text(cell) for cell in row))
         Console(file=out).print(rich_table)
         return
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
@@ -144,5 +162,5 @@ def details(pairs: Sequence[tuple[str, str]], out: TextIO | None = None) -> None
     width = max(len(key) for key, _ in pairs)
     for key, value in pairs:
         # A long value (a schedule with several expressions, jitter and calendars) goes on at its comma.
-        first, *rest = value.split(", ")
+        first, *rest = visible(value).split(", ")
         out.write(fitted([f"{key.rjust(width)}: {first}", *rest], width + 2, sep=", ") + "\n")

@@ -1,4 +1,5 @@
-"""Per-source rate limits on mutations (`max_mutations_per_minute`): one token bucket per source.
+"""Token buckets: per-source rate limits on mutations (`max_mutations_per_minute`); the throttle of wrong
+tokens (fronts/http/throttle.py) uses the same bucket.
 
 The buckets live in this node's memory: each node limits what reaches it, so N nodes behind one
 balancer let through up to N times the rate, and a restart refills every bucket. They read the node's
@@ -21,9 +22,20 @@ MUTATIONS = frozenset({"create_job", "update", "delete", "pause", "resume", "run
 
 
 @dataclass(slots=True)
-class _Bucket:
+class Bucket:
     tokens: float
     at: datetime
+
+    def refill(self, now: datetime, capacity: float, per_second: float) -> None:
+        """Adds what the time since the last refill earned, up to `capacity`. A clock that stepped back
+        refills nothing (and never drains the bucket)."""
+        elapsed = max((now - self.at).total_seconds(), 0.0)
+        self.tokens = min(capacity, self.tokens + elapsed * per_second)
+        self.at = max(now, self.at)
+
+    def wait(self, per_second: float) -> int:
+        """The whole seconds, at least 1, until the bucket holds a token again."""
+        return max(1, math.ceil((1 - self.tokens) / per_second))
 
 
 class MutationLimiter:
@@ -32,7 +44,7 @@ class MutationLimiter:
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, Bucket] = {}
         self._lock = threading.Lock()
 
     def take(self, source: Source) -> None:
@@ -46,15 +58,12 @@ class MutationLimiter:
         with self._lock:
             bucket = self._buckets.get(source.name)
             if bucket is None:
-                bucket = self._buckets[source.name] = _Bucket(float(per_minute), now)
-            # A clock that stepped back refills nothing (and never drains the bucket).
-            elapsed = max((now - bucket.at).total_seconds(), 0.0)
-            bucket.tokens = min(float(per_minute), bucket.tokens + elapsed * per_second)
-            bucket.at = max(now, bucket.at)
+                bucket = self._buckets[source.name] = Bucket(float(per_minute), now)
+            bucket.refill(now, float(per_minute), per_second)
             if bucket.tokens >= 1:
                 bucket.tokens -= 1
                 return
-            retry_after = max(1, math.ceil((1 - bucket.tokens) / per_second))
+            retry_after = bucket.wait(per_second)
         raise RateLimited(
             f"source '{source.name}' made more than its {per_minute} changes a minute "
             f"(max_mutations_per_minute); retry after {retry_after} s",

@@ -41,6 +41,7 @@ from cronwright.errors import (
     NotFound,
     PeriodTooShort,
     QuotaExceeded,
+    RunAtPassed,
     StoreCorrupt,
     TargetNotAllowed,
 )
@@ -412,8 +413,7 @@ class Service:
         (DESIGN semantic 4). A schedule an update leaves as it was is not new, so a one-shot whose
         instant passed while the node was down keeps its late run (semantic 6)."""
         if isinstance(schedule, AtSchedule) and schedule.at < now - self.limits.misfire_grace:
-            raise Invalid(
-                "run_at",
+            raise RunAtPassed(
                 f"'run_at' {render(schedule.at, self.zone)} is more than the misfire grace "
                 f"({format_duration(self.limits.misfire_grace)}) in the past; give a future instant",
             )

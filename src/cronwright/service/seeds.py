@@ -8,25 +8,33 @@ included, and a one-shot whose instant passed while the node was down keeps its 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from cronwright.core.model import State
 from cronwright.core.sources import Source, operator
-from cronwright.errors import ConfigError, Refusal
+from cronwright.errors import ConfigError, Refusal, RunAtPassed
 from cronwright.service.operations import Service
+from cronwright.telemetry.logs import say
 
 SEED_SOURCE: Source = operator()
 # What a seed names its job by, or what a job keeps for life: not part of an update.
 IMMUTABLE = ("dedupe_key", "target", "action", "origin", "once")
+_log = logging.getLogger("cronwright.seeds")
 
 
 def upsert_seeds(service: Service, seeds: list[dict[str, Any]]) -> None:
-    """Upserts each seed by its dedupe_key. An invalid seed aborts boot with a ConfigError naming it."""
+    """Upserts each seed by its dedupe_key. An invalid seed aborts boot with a ConfigError naming it; a
+    one-shot seed whose instant passed before its store knew it is reported (a warning) and skipped."""
     for index, seed in enumerate(seeds):
         label = f"seed #{index + 1} ({seed.get('dedupe_key') or seed.get('name') or 'unnamed'})"
         try:
             _upsert(service, seed)
+        except RunAtPassed as passed:
+            # Semantic 16: a config copied to a new machine after a one-shot's instant still boots.
+            said = f"{label} is skipped: its store never had it, and {passed.message}"
+            say(_log, said, logging.WARNING, seed=seed.get("dedupe_key"))
         except Refusal as refusal:
             raise ConfigError(f"{label} is invalid: {refusal.message}") from refusal
 
@@ -41,6 +49,7 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
     if one_shot and rows and not any(job.state.live for job in existing):
         return  # a one-shot seed that already ended, or was deleted, fired its once
     if not existing:
+        # A one-shot the store never knew, whose instant is long past, is refused RunAtPassed: skipped.
         service.create_job(
             {"job": dict(seed)}, SEED_SOURCE, audit_as="seed"
         )  # new, or a deleted recurring seed

@@ -54,7 +54,7 @@ class MemoryStore:
     def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
         with self._lock:
             if any(other.name == job.name for other in self._jobs.values()):
-                raise NameTaken(f"a job named '{job.name}' exists; choose another name or delete it first")
+                raise NameTaken(f"a job named '{job.name}' exists; choose another name, or `delete` it first")
             stored = job.evolve(id=self._next_id, version=1)
             self._next_id += 1
             self._jobs[stored.id] = stored

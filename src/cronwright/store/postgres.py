@@ -746,4 +746,4 @@ def _audit_columns(entry: AuditEntry) -> tuple[Any, ...]:
 
 
 def _name_taken(name: str) -> NameTaken:
-    return NameTaken(f"a job named '{name}' exists; choose another name or delete it first")
+    return NameTaken(f"a job named '{name}' exists; choose another name, or `delete` it first")

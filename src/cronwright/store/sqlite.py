@@ -539,7 +539,7 @@ def _name_conflict(err: sqlite3.IntegrityError) -> bool:
 
 
 def _name_taken(job: Job) -> NameTaken:
-    return NameTaken(f"a job named '{job.name}' exists; choose another name or delete it first")
+    return NameTaken(f"a job named '{job.name}' exists; choose another name, or `delete` it first")
 
 
 def _damaged(err: sqlite3.Error) -> bool:

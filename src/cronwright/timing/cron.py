@@ -18,6 +18,7 @@ forward, bounded, in UTC) and cron_backward.py (a latest-firing search that agre
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from cronwright.timing.cron_parse import (
     MAX_TEXT,
     _is_fixed_time,
     _normalize,
+    _ordinal,
     _problem,
     _stored_problem,
 )
@@ -102,9 +104,11 @@ class CronExpression:
         return _is_fixed_time(self.text)
 
     def explain(self) -> str:
-        """cronsim's English for the expression, e.g. "At 03:00"."""
+        """cronsim's English for the expression, e.g. "At 03:00", with its ordinals mended ("the 21st day",
+        not cronsim's "21th") and each weekday named once (day-of-week 7 is Sunday, as 0 is)."""
         try:
-            return str(CronSim(self.text, _REFERENCE).explain())
+            said = str(CronSim(_one_sunday(self.text), _REFERENCE).explain())
+            return _ORDINAL.sub(lambda found: _ordinal(int(found.group(1))), said)
         except Exception:
             # The explanation is a courtesy; a gap in cronsim's wording must not make a valid schedule fail.
             return f"cron expression {self.text}"
@@ -153,3 +157,17 @@ class CronExpression:
         It agrees with the forward walk: it is the last firing `iter_after` would give in that span.
         """
         return cron_backward.latest_at_or_before(self.text, instant, not_before, zone)
+
+
+_ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
+
+
+def _one_sunday(text: str) -> str:
+    """`text` with a day-of-week list item 7 written 0 and each item once, for the explanation only:
+    cronsim says "on Sunday and Sunday" for `0,7`. Ranges (`5-7`) and steps are left as they are."""
+    fields = text.split()
+    if len(fields) not in (5, 6):
+        return text
+    items = ["0" if item == "7" else item for item in fields[-1].split(",")]
+    fields[-1] = ",".join(dict.fromkeys(items))
+    return " ".join(fields)

@@ -4,8 +4,9 @@ Routes: `POST /v1/call` (the protocol), `GET /v1/jobs`, `/v1/jobs/{name}`, `/v1/
 (reads), `GET /metrics` (Prometheus), `GET /healthz`, `GET /openapi.json`, MCP over streamable HTTP at
 `/mcp`, and the dashboard at `/ui/` (fronts/ui). Every route but `/healthz` and the dashboard needs
 `Authorization: Bearer <token>`: the token picks the configured source, and a missing or unknown one gets
-401 with no detail. The dashboard has its own sessions, started by the same tokens (or the operator's
-one-time link).
+401 with no body and RFC 6750's `WWW-Authenticate` (`error="invalid_token"` for a wrong one), or 429 for a
+client past its allowance of wrong tokens. `/.well-known/...` (OAuth discovery) is 404: no OAuth here.
+The dashboard has its own sessions, started by the same tokens (or the operator's one-time link).
 
 Every reply is the protocol's JSON. A refusal keeps its shape (`ok: false`, `error`, `message`, ...) and
 gets the status `STATUS` gives its code: 400 for a malformed request, 403 for what the source may not do,
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import json
 import socket
@@ -42,10 +42,11 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cronwright.app import App
-from cronwright.core.sources import Source
+from cronwright.core.sources import Source, token_digest
 from cronwright.errors import Invalid, MessageTooLarge
 from cronwright.fronts import mcp as mcp_front
 from cronwright.fronts.http.statuses import Reply, status_of
+from cronwright.fronts.http.throttle import AuthFailureCounts, AuthFailures, client_address
 from cronwright.fronts.openapi import document
 from cronwright.notify.gauges import AlertGauges
 from cronwright.telemetry.metrics import NodeGauges
@@ -54,6 +55,17 @@ if TYPE_CHECKING:
     from cronwright.fronts.ui.links import Links
 
 SOURCE_KEY = "cronwright.source"
+# RFC 6750: a 401 names the scheme and realm; with a token that was wrong, also error="invalid_token", so
+# an MCP client reports a wrong token instead of starting OAuth (section 3.1: no error when none was given).
+REALM = 'Bearer realm="cronwright"'
+# The node serves no OAuth (RFC 8414, RFC 9728, OpenID discovery): each of these answers 404 at once, with
+# or without a path suffix, so an MCP client that looks for them learns there is none, not that it needs a
+# token for the lookup.
+WELL_KNOWN = "/.well-known/"
+NO_OAUTH = (
+    "this node serves no OAuth: give the MCP client the source's token as the header "
+    "`Authorization: Bearer <token>` (docs/security.md, Giving an agent a source)"
+)
 OPEN_PATHS = frozenset({"/healthz", "/ui"})  # /ui: the router redirects it to /ui/
 # The dashboard checks its own sessions (fronts/ui/site.py), which a bearer token or a link starts.
 OPEN_PREFIXES = ("/ui/",)
@@ -85,7 +97,7 @@ class Tokens:
     def source(self, authorization: str | None) -> Source | None:
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
-        given = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest().encode()
+        given = token_digest(token).encode()
         found: Source | None = None
         for source, expected in self._sources:
             if hmac.compare_digest(given, expected):
@@ -96,23 +108,46 @@ class Tokens:
 
 
 class BearerAuth:
-    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope."""
+    """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope.
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    A wrong token counts against its client's address (`AuthFailures`): past its allowance the client
+    gets 429 with Retry-After instead. A token that picks a source is never throttled."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens, failures: AuthFailures) -> None:
         self.app = app
         self.tokens = tokens
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        source = self.tokens.source(Headers(scope=scope).get("authorization"))
+        if path.startswith(WELL_KNOWN):
+            refusal = {"ok": False, "error": "not_found", "message": NO_OAUTH}
+            await JSONResponse(refusal, status_code=404)(scope, receive, send)
+            return
+        authorization = Headers(scope=scope).get("authorization")
+        source = self.tokens.source(authorization)
         if source is None:
-            await Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            await self._refuse(scope, authorization)(scope, receive, send)
             return
         scope[SOURCE_KEY] = source
         await self.app(scope, receive, send)
+
+    def _refuse(self, scope: Scope, authorization: str | None) -> Response:
+        """401 as RFC 6750 says, or 429 for a client past its allowance of wrong tokens."""
+        if not authorization:  # no token at all: nothing guessed, and no error code (RFC 6750, 3.1)
+            return Response(status_code=401, headers={"WWW-Authenticate": REALM})
+        front = "mcp" if scope.get("path") == "/mcp" else "api"
+        retry_after = self.failures.failed(client_address(scope), front)
+        if retry_after is not None:
+            return Response(status_code=429, headers={"Retry-After": str(retry_after)})
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer":  # another scheme: no bearer token was given
+            return Response(status_code=401, headers={"WWW-Authenticate": REALM})
+        error = "invalid_token" if token.strip() else "invalid_request"
+        return Response(status_code=401, headers={"WWW-Authenticate": f'{REALM}, error="{error}"'})
 
 
 def source_of(request: object) -> Source | None:
@@ -126,11 +161,12 @@ def source_of(request: object) -> Source | None:
 
 
 class _Api:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, failures: AuthFailures) -> None:
         self.app = app
         self.limit = app.protocol.max_message_bytes
         self.gauges = CollectorRegistry()
         self.gauges.register(NodeGauges(app.node))
+        self.gauges.register(AuthFailureCounts(failures))
         node, limit = app.node, app.config.node.per_job_metrics
         store = node.store
         self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit))
@@ -202,8 +238,9 @@ def create_app(
     from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
 
     tokens = Tokens(sources)
-    dashboard, _ = create_ui(app, tokens.source, links)
-    api = _Api(app)
+    failures = AuthFailures(app.node.clock)
+    dashboard, _ = create_ui(app, tokens.source, links, failures)
+    api = _Api(app, failures)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
     mcp_server.streamable_http_app(
@@ -235,7 +272,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
-    return BearerAuth(starlette, tokens)
+    return BearerAuth(starlette, tokens, failures)
 
 
 _JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
@@ -406,6 +443,9 @@ class Serving:
             access_log=False,
             timeout_graceful_shutdown=5,
             date_header=False,
+            # The client's address is the TCP peer's, never a header it sets itself: trusting loopback's
+            # X-Forwarded-For would let any local caller pick a fresh address per wrong token.
+            proxy_headers=False,
         )
         self._server = _Uvicorn(config)
         self._on_exit = on_exit

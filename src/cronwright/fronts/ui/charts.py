@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cronwright.fronts.render import counted
 from cronwright.fronts.ui.svg import esc
 
 WIDTH = 600
@@ -53,7 +54,7 @@ def runs_chart(runs: Sequence[Mapping[str, Any]]) -> str:
     bar = max(2.0, min(28.0, slot * 0.7))
     counts = _counts(shown)
     summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
-    said = f"{len(shown)} runs: {summary}; the longest took {duration_text(longest)}."
+    said = f"{counted(len(shown), 'run')}: {summary}; the longest took {duration_text(longest)}."
     parts = [
         f'<svg class="cw-runs-chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'width="100%" role="img" aria-labelledby="cw-runs-title cw-runs-desc">',

@@ -16,6 +16,7 @@ from starlette.requests import Request
 
 from cronwright.app import App
 from cronwright.core.sources import Source
+from cronwright.fronts.http.throttle import AuthFailures
 from cronwright.fronts.ui.links import Links
 from cronwright.fronts.ui.sessions import Session, Sessions
 
@@ -27,6 +28,8 @@ class Dashboard:
     app: App
     # Picks the source of a bearer token, in constant time (the HTTP front's own check).
     token_source: Callable[[str | None], Source | None]
+    # Failed logins, per client address: shared with the HTTP front's wrong tokens.
+    failures: AuthFailures
     sessions: Sessions = field(default_factory=Sessions)
     links: Links = field(default_factory=Links)
 

@@ -9,6 +9,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cronwright.core.sources import operator
+from cronwright.fronts.http.throttle import client_address
 from cronwright.fronts.ui.context import dashboard
 from cronwright.fronts.ui.guard import form, same_origin
 from cronwright.fronts.ui.sessions import COOKIE, LIFETIME, Session
@@ -34,10 +35,11 @@ async def token_login(request: Request) -> Response:
         return bare(request, "refused.html", 403, why="This form was not sent from this dashboard's page.")
     fields = await form(request) or {}
     board = dashboard(request)
+    token = fields.get("token", "")
     # The HTTP front's own check: compared in constant time with every configured digest.
-    source = board.token_source(f"Bearer {fields.get('token', '')}")
+    source = board.token_source(f"Bearer {token}")
     if source is None:
-        return bare(request, "login.html", 401, failed=True)
+        return _failed(request, "login.html", guessed=bool(token.strip()))
     return _logged_in(request, board.sessions.start(source, board.now(), "token"))
 
 
@@ -53,7 +55,7 @@ async def link_login(request: Request) -> Response:
     fields = await form(request) or {}
     board = dashboard(request)
     if not board.links.redeem(fields.get("token", ""), board.now()):
-        return bare(request, "link.html", 401, token="", failed=True)
+        return _failed(request, "link.html", guessed=bool(fields.get("token")), token="")
     return _logged_in(request, board.sessions.start(operator(), board.now(), "link"))
 
 
@@ -66,6 +68,18 @@ async def logout(request: Request) -> Response:
     board.sessions.end(found.id)
     answer = RedirectResponse(request.url_for("login").path, status_code=303)
     answer.delete_cookie(COOKIE, path=_cookie_path(request), httponly=True, samesite="strict")
+    return answer
+
+
+def _failed(request: Request, template: str, guessed: bool, **context: str) -> Response:
+    """A failed login: 401 and the form again, or, past the client's allowance of failures, 429 with
+    Retry-After. An empty form guesses nothing and is not counted."""
+    board = dashboard(request)
+    retry_after = board.failures.failed(client_address(request.scope), "dashboard") if guessed else None
+    if retry_after is None:
+        return bare(request, template, 401, failed=True, **context)
+    answer = bare(request, template, 429, throttled=retry_after, **context)
+    answer.headers["Retry-After"] = str(retry_after)
     return answer
 
 

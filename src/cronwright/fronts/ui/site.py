@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cronwright.app import App
 from cronwright.core.sources import Source
+from cronwright.fronts.http.throttle import AuthFailures
 from cronwright.fronts.ui import actions, edit, live, login, pages
 from cronwright.fronts.ui.context import Dashboard
 from cronwright.fronts.ui.guard import SecurityHeaders
@@ -25,11 +26,15 @@ OPEN = ("/login", "/static/")
 
 
 def create_ui(
-    app: App, token_source: Callable[[str | None], Source | None], links: Links | None = None
+    app: App,
+    token_source: Callable[[str | None], Source | None],
+    links: Links | None = None,
+    failures: AuthFailures | None = None,
 ) -> tuple[ASGIApp, Dashboard]:
     """The dashboard over `app`, to be mounted at /ui; `token_source` picks a bearer token's source;
-    `links` checks the operator's one-time links (a new key by default)."""
-    board = Dashboard(app, token_source, links=links or Links())
+    `links` checks the operator's one-time links (a new key by default); `failures` throttles failed
+    logins (the HTTP front shares its own, so a guesser's count is one across fronts)."""
+    board = Dashboard(app, token_source, failures or AuthFailures(app.node.clock), links=links or Links())
     site = Starlette(
         routes=[
             *login.routes(),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from cronwright.fronts.render import counted
 from cronwright.fronts.ui.svg import esc
 from cronwright.timing.iso import render
 
@@ -207,7 +208,7 @@ def svg(lanes: Sequence[Lane], window: Window, changes: Sequence[Transition], sh
 
 def _description(lanes: Sequence[Lane], changes: Sequence[Transition]) -> str:
     firing = sum(len(lane.firings) for lane in lanes)
-    said = f"{len(lanes)} schedules, {firing} occurrences"
+    said = f"{counted(len(lanes), 'schedule')}, {counted(firing, 'occurrence')}"
     if changes:
         said += "; " + "; ".join(
             f"{change.label} at {render(change.at, ZoneInfo(change.zone))}" for change in changes
