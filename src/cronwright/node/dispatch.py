@@ -16,10 +16,9 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Protocol
 
 from cronwright.core.model import Finished, Job, Occurrence, Outcome, Result
-from cronwright.node.runner import Runner
+from cronwright.node.runner import Begins, LooksOnce, Pump, Pumps, Runner
 
 log = logging.getLogger("cronwright.node")
 
@@ -28,16 +27,6 @@ Attempt = tuple[int, str, int]  # (job id, fire_id, attempt)
 
 def attempt_of(occurrence: Occurrence) -> Attempt:
     return (occurrence.job_id, occurrence.fire_id, occurrence.attempt)
-
-
-class Pump(Protocol):
-    """A runner's pump (targets/replies.py): `wait` does the runner's waiting on the calling thread."""
-
-    owner: int  # the thread that pumps
-
-    def wait(self, limit: float) -> None: ...
-
-    def wake(self) -> None: ...
 
 
 class Dispatcher:
@@ -51,6 +40,8 @@ class Dispatcher:
         self, runner: Runner, slots: int, finished: Callable[[], None], stopping: threading.Event
     ) -> None:
         self.runner = runner
+        # Checked once here, not at every start: `start` is on the path of every firing.
+        self._begin = runner.begin if isinstance(runner, Begins) else None
         self.slots = slots
         self._notify = finished
         self._stopping = stopping
@@ -77,8 +68,8 @@ class Dispatcher:
             self.wrote(job)  # its other attempts here are decided on this newer copy
         self._started[attempt_of(occurrence)] = job
         key = (occurrence.job_id, occurrence.fire_id)
-        begin = getattr(self.runner, "begin", None)
-        if callable(begin) and not self._stopping.is_set():
+        begin = self._begin
+        if begin is not None and not self._stopping.is_set():
             future: Future[None] = Future()
             future.add_done_callback(self._wake_pump)
             self._running[key] = (occurrence, future)  # first: its outcome may come before begin returns
@@ -111,8 +102,8 @@ class Dispatcher:
     def one_look(self) -> contextlib.AbstractContextManager[None]:
         """While the block runs, the attempts started on this thread take one look at their targets'
         files between them (`one_look`, where the runner has it): for a pass, which starts them together."""
-        one_look = getattr(self.runner, "one_look", None)
-        return one_look() if callable(one_look) else contextlib.nullcontext()
+        runner = self.runner
+        return runner.one_look() if isinstance(runner, LooksOnce) else contextlib.nullcontext()
 
     # --- waiting for outcomes --------------------------------------------------------------------
 
@@ -122,11 +113,11 @@ class Dispatcher:
         calls it began without a thread (`pumping`, where the runner has it): their outcomes come on
         this thread, with no GIL hand-off to a reply thread per run. For a thread that only starts runs
         and waits for them: a `tick`."""
-        pumping = getattr(self.runner, "pumping", None)
-        if not callable(pumping):
+        runner = self.runner
+        if not isinstance(runner, Pumps):
             yield
             return
-        with pumping() as pump:
+        with runner.pumping() as pump:
             self._pump = pump
             try:
                 yield

@@ -36,7 +36,7 @@ from cronwright.node.dispatch import Attempt, Dispatcher, attempt_of
 from cronwright.node.lease import LeaseKeeper, StepGuard
 from cronwright.node.runner import Runner
 from cronwright.notify.alerting import Alerting, StoreTransitions
-from cronwright.store.base import Backend, Flushed, Store, Write
+from cronwright.store.base import Backend, Flushed, Store, Watches, Write
 from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
@@ -882,8 +882,8 @@ class Node:
         A store that can announce changes (`watch`, as PostgreSQL's LISTEN/NOTIFY) wakes the node when
         another node or process changes a job; without it, such changes land at the next safety wake-up.
         """
-        watch = getattr(self.store.inner, "watch", None)
-        stop_watching = watch(self.wake) if callable(watch) else None
+        inner = self.store.inner
+        stop_watching = inner.watch(self.wake) if isinstance(inner, Watches) else None
         try:
             self._serve()
         finally:

@@ -49,7 +49,7 @@ from cronwright.node.scheduler import Node
 from cronwright.notify.rows import delivery_row
 from cronwright.service import backfilling, dryrun, fields
 from cronwright.service.job_rows import firing_row, job_row, run_row
-from cronwright.store.base import Write
+from cronwright.store.base import Troubled, Write
 from cronwright.targets.allowlist import Allowlist
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
@@ -241,7 +241,7 @@ class Service:
                 "store": self.store.description,
                 "persistence": self.store.persistence.value,
                 # Whether the store can be reached, and what troubles it (PostgreSQL), or "ok".
-                "store_state": getattr(self.store.inner, "state", "ok"),
+                "store_state": inner.state if isinstance(inner := self.store.inner, Troubled) else "ok",
                 "peers": [
                     {"node": beat.node, "last_beat": render(beat.beat_at, self.zone)}
                     for beat in self.store.beats()

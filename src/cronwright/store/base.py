@@ -25,12 +25,12 @@ whose job was not written (a lost compare-and-swap, a delete of nothing) is not 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from cronwright.core.audit import AuditEntry
 from cronwright.core.leases import LEASE_TTL
@@ -268,6 +268,22 @@ class Write(StrEnum):
     KEPT = "kept"  # the store failed; the job lives in memory, seen by reads, and is written again later
     LOST = "lost"  # another writer changed the row first, or the write surely did not land
     UNKNOWN = "unknown"  # a claim whose write failed, and no read back could tell whether it landed
+
+
+@runtime_checkable
+class Watches(Protocol):
+    """A backend that announces other processes' changes (PostgreSQL's LISTEN/NOTIFY): `watch` calls
+    `wake` on each, and returns what stops it. Without it, such changes land at a node's safety pass."""
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]: ...
+
+
+@runtime_checkable
+class Troubled(Protocol):
+    """A backend that says how it fares beyond `persistence`, for `status` (reachable, listening, skew)."""
+
+    @property
+    def state(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
