@@ -31,6 +31,7 @@ from product import Serve, World, wait_until
 
 from cronwright.clock import SystemClock
 from cronwright.core.model import Job, Occurrence, Outcome, Result
+from cronwright.node import drive
 
 
 class StartRecorder:
@@ -63,7 +64,7 @@ def cronwright_latency(singles: int, gap: float, bursts: int, burst: int) -> dic
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cw.db"
         node = stack(path, SystemClock(), runner=recorder)
-        thread = threading.Thread(target=node.node.serve_forever, daemon=True)
+        thread = threading.Thread(target=drive.serve_forever, args=(node.node,), daemon=True)
         thread.start()
         try:
             time.sleep(0.2)

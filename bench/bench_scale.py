@@ -192,7 +192,9 @@ def child_cronwright(path: Path) -> dict[str, float]:
     from common import NoOp
 
     from cronwright.core.events import MemorySink
-    from cronwright.node.scheduler import Node, NodeSettings
+    from cronwright.node import drive
+    from cronwright.node.node_settings import NodeSettings
+    from cronwright.node.scheduler import Node
     from cronwright.store.sqlite import SqliteStore
 
     began = time.perf_counter()
@@ -207,7 +209,7 @@ def child_cronwright(path: Path) -> dict[str, float]:
         return report
 
     node.run_pass = run_pass  # type: ignore[method-assign]
-    thread = threading.Thread(target=node.serve_forever, daemon=True)
+    thread = threading.Thread(target=drive.serve_forever, args=(node,), daemon=True)
     thread.start()
     if not first.wait(600):
         raise RuntimeError("the node never finished its first pass")

@@ -29,7 +29,9 @@ from common import WORKERS, NoOp, Row, log, machine, median, table
 from cronwright.clock import ManualClock, SystemClock
 from cronwright.core.events import MemorySink
 from cronwright.core.model import AtSchedule, CronSchedule, Job
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node import drive
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.store.sqlite import SqliteStore
 from cronwright.timing.cron import CronExpression
 
@@ -63,7 +65,7 @@ def cronwright_round(jobs: int, folder: Path) -> float:
         NodeSettings(max_concurrency=WORKERS),
     )
     started = time.perf_counter()
-    node.tick()
+    drive.tick(node)
     elapsed = time.perf_counter() - started
     counts = store.counts()
     if counts["done"] != jobs or len(store.runs(None, jobs + 1)) != jobs:
@@ -114,7 +116,7 @@ def idle_cpu(schedules: int, seconds: float, folder: Path) -> dict[str, float]:
         return original()
 
     node.run_pass = counting_pass  # type: ignore[method-assign]
-    thread = threading.Thread(target=node.serve_forever, daemon=True)
+    thread = threading.Thread(target=drive.serve_forever, args=(node,), daemon=True)
     thread.start()
     while passes == 0:  # the boot pass is not idle time
         time.sleep(0.01)

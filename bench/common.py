@@ -27,7 +27,8 @@ from cronwright.clock import Clock
 from cronwright.core.events import MemorySink
 from cronwright.core.model import Job, Occurrence, Outcome, Result
 from cronwright.core.sources import Source, operator
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.codec import instant, micros

@@ -17,7 +17,8 @@ from cronwright.core.calendars import NO_CALENDARS, Calendars
 from cronwright.core.events import MemorySink
 from cronwright.core.model import Job, Occurrence, Outcome, Result
 from cronwright.core.sources import operator
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.notify.alerting import Alerting
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service

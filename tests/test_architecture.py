@@ -23,7 +23,6 @@ LONG_MODULES = {
     "targets/worker.py",
     "service/operations.py",
     "core/engine.py",
-    "node/scheduler.py",
     "fronts/cli.py",
 }
 MAX_LINES = 600

@@ -12,7 +12,9 @@ from cronwright.clock import Clock, SystemClock
 from cronwright.config.calendar_tables import from_config
 from cronwright.core.events import EventSink, FanOut
 from cronwright.core.sources import Source
-from cronwright.node.scheduler import Node, NodeSettings, new_node_id
+from cronwright.node.node_ids import new_node_id
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.notify.alerting import Alerting
 from cronwright.notify.setup import rules_of
 from cronwright.service.operations import Limits, Service

@@ -39,7 +39,9 @@ from datetime import datetime
 from cronwright.clock import ManualClock
 from cronwright.core.events import EventKind
 from cronwright.core.model import Outcome, Result
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node import drive
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.store.sqlite import SqliteStore
 
 db, log, now, quick = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -73,7 +75,7 @@ class Halfway:
 
 node = Node(SqliteStore(db), Recorder(), ManualClock(datetime.fromisoformat(now)), Halfway(),
             NodeSettings(max_concurrency=8))
-node.serve_forever()
+drive.serve_forever(node)
 """
 
 

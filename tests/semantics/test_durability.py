@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.node import drive
 from cronwright.store.memory import MemoryStore
 from cronwright.store.sqlite import SqliteStore
 
@@ -187,8 +188,8 @@ def test_an_idle_node_looks_again_when_a_peers_lease_could_run_out(harness: Harn
     harness.clock.set(at("2026-03-02T10:00:05+01:00"))
     watcher = harness.restart()
 
-    assert watcher.node.seconds_until_next_pass() == 40.0
+    assert drive.seconds_until_next_pass(watcher.node) == 40.0
     harness.clock.set(at("2026-03-02T10:00:45+01:00"))
     assert watcher.node.run_pass().recovered == ["1-1"]
-    assert watcher.node.seconds_until_next_pass() == 60.0  # no peer holds a run: the safety interval
+    assert drive.seconds_until_next_pass(watcher.node) == 60.0  # no peer holds a run: the safety interval
     gate.set()

@@ -15,6 +15,7 @@ from conftest import Harness, ScriptedRunner, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.events import Event, EventKind, FanOut
 from cronwright.core.model import Outcome
+from cronwright.node import drive
 from cronwright.store.sqlite import SqliteStore
 from cronwright.telemetry.sinks import LogSink, MetricsSink
 
@@ -109,8 +110,8 @@ def test_a_change_wakes_a_sleeping_node_without_a_restart(clock: ManualClock, tm
     runner = ScriptedRunner()
     harness = make_harness(SqliteStore(tmp_path / "db.sqlite"), clock, runner, boot=False)
     harness.create("later", {"cron": "0 12 * * *"})
-    loop = threading.Thread(target=harness.node.serve_forever, daemon=True)
-    loop.start()
+    serving = threading.Thread(target=drive.serve_forever, args=(harness.node,), daemon=True)
+    serving.start()
     try:
         # The node sleeps towards 12:00 (at most its safety interval); a one-shot due now must not wait.
         harness.ok("create_job", job={"name": "now", "target": "reports", "action": "daily",
@@ -119,17 +120,19 @@ def test_a_change_wakes_a_sleeping_node_without_a_restart(clock: ManualClock, tm
         assert [c.job_id for c in runner.calls] == [2]
     finally:
         harness.node.stop()
-        loop.join(10)
+        serving.join(10)
 
 
 def test_an_idle_node_sleeps_until_its_next_due_instant(harness: Harness) -> None:
     harness.create("soon", {"every": "1m"})
     harness.clock.set(at("2026-03-02T09:00:50+01:00"))
-    assert harness.node.seconds_until_next_pass() == 10.0
+    assert drive.seconds_until_next_pass(harness.node) == 10.0
     harness.ok("delete", name="soon")
     harness.create("later", {"cron": "0 12 * * *"})
     # Nothing due for three hours: it wakes only at its safety interval, to notice other processes.
-    assert harness.node.seconds_until_next_pass() == harness.node.settings.safety_interval.total_seconds()
+    assert (
+        drive.seconds_until_next_pass(harness.node) == harness.node.settings.safety_interval.total_seconds()
+    )
     assert harness.node.settings.safety_interval >= timedelta(seconds=60)
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Job
+from cronwright.node import drive
 from cronwright.node.scheduler import DUE_CHUNK
 from cronwright.store.memory import MemoryStore
 
@@ -254,7 +255,7 @@ def test_a_tick_reads_past_the_rows_of_runs_that_just_finished(clock: ManualCloc
     for future in harness.node.runs.futures():
         future.result(10)  # the run is over; no pass has recorded it yet
 
-    assert harness.node.tick().fired == ["2-1"]
+    assert drive.tick(harness.node).fired == ["2-1"]
     assert harness.job("shot")["state"] == "done"
 
 
@@ -271,6 +272,6 @@ def test_a_node_with_every_slot_busy_waits_for_a_run_to_end_not_for_the_waiting_
 
     # Not 0 (a pass right away would find it still waiting, over and over): the lease beat, unless the
     # run ends first and wakes the node.
-    assert harness.node.seconds_until_next_pass() == 10.0
+    assert drive.seconds_until_next_pass(harness.node) == 10.0
     gate.set()
     harness.node.wait_for_runs()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import Harness, ManualClock, ScriptedRunner, at, make_harness
+from cronwright.node import drive
 from cronwright.store.sqlite import SqliteStore
 
 HOUR = timedelta(hours=1)
@@ -156,7 +157,7 @@ def test_a_beat_due_before_a_pass_that_comes_within_a_beat_is_taken_before_the_n
     assert beat_of(harness, harness.node.id) == at("2026-03-02T09:59:50+01:00")
 
     harness.clock.set(at("2026-03-02T09:59:59.5+01:00"))  # the next beat falls due at 10:00:00
-    assert harness.node.until_next_pass() == 0.5
+    assert drive.until_next_pass(harness.node) == 0.5
     assert beat_of(harness, harness.node.id) == at("2026-03-02T09:59:59.5+01:00"), "taken ahead"
 
     harness.clock.set(at("2026-03-02T10:00:00+01:00"))
@@ -171,7 +172,7 @@ def test_a_node_that_sleeps_longer_than_a_beat_takes_no_beat_before_it_sleeps(ha
     """Semantic 25 stays: an idle node beats as its passes start, no more often than they come."""
     harness.create("report", {"cron": "0 10 * * *"})
     harness.clock.set(at("2026-03-02T09:30:00+01:00"))  # its beat is overdue; the next pass is far
-    assert harness.node.until_next_pass() == 60.0  # the safety interval
+    assert drive.until_next_pass(harness.node) == 60.0  # the safety interval
     assert beat_of(harness, harness.node.id) == at("2026-03-02T09:00:00+01:00")
 
 
@@ -198,7 +199,7 @@ def test_the_node_sleeps_until_the_due_instant_not_that_plus_the_time_its_reads_
     harness = make_harness(store, clock)  # type: ignore[arg-type]
     harness.create("report", {"cron": "0 10 * * *"})
     clock.set(at("2026-03-02T09:59:59+01:00"))
-    sleep = harness.node.seconds_until_next_pass()
+    sleep = drive.seconds_until_next_pass(harness.node)
     assert clock.now() + timedelta(seconds=sleep) == at("2026-03-02T10:00:00+01:00")
 
 
@@ -214,7 +215,7 @@ def test_a_busy_node_takes_no_beat_before_it_waits_for_a_run_to_end(
     beaten = beat_of(harness, harness.node.id)
     clock.advance(timedelta(seconds=1))  # a second into the run: the next beat falls due in the wait
 
-    sleep = harness.node.until_next_pass()
+    sleep = drive.until_next_pass(harness.node)
     assert 0 < sleep < harness.node.settings.lease_beat.total_seconds()
     assert beat_of(harness, harness.node.id) == beaten, "no beat taken ahead"
     gate.set()

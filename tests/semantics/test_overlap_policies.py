@@ -16,7 +16,9 @@ from conftest import BERLIN, Harness, ScriptedRunner, at
 from cronwright.core import engine
 from cronwright.core.events import Event, EventKind, MemorySink
 from cronwright.core.model import Outcome, State
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node import drive
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.store.sqlite import SqliteStore
 
 
@@ -64,7 +66,7 @@ def test_a_tick_starts_the_waiting_occurrence_once_the_running_one_ends(harness:
     harness.clock.set(at("2026-03-02T09:02:00+01:00"))
     harness.node.run_pass()
     gate.set()
-    report = harness.node.tick()
+    report = drive.tick(harness.node)
     assert len(report.fired) == 1  # the buffered one, started by the same tick
     assert len(harness.runner.calls) == 2
 
@@ -160,7 +162,7 @@ def test_a_cancelled_run_is_not_retried(harness: Harness) -> None:
     harness.node.run_pass()
     harness.node.wait_for_runs()
     harness.runner.hold["long"].set()
-    harness.node.tick()
+    drive.tick(harness.node)
     assert [(call.fire_id, call.attempt) for call in harness.runner.calls] == [
         (f"{job_id}-1", 1),
         (f"{job_id}-2", 1),
@@ -216,7 +218,7 @@ def test_skip_and_buffer_one_never_stop_the_running_occurrence(harness: Harness,
     flight = harness.node.store.get(int(harness.job("long")["id"]))
     assert flight is not None and flight.in_flight is not None and not flight.in_flight.cancel
     harness.runner.hold["long"].set()
-    harness.node.tick()
+    drive.tick(harness.node)
     runs = harness.ok("history", name="long")["runs"]
     assert [run["outcome"] for run in runs] == (["ok"] if policy == "skip" else ["ok", "ok"])
     assert harness.job("long")["cancelled"] == 0

@@ -15,7 +15,10 @@ import pytest
 from conftest import ALLOWED, BERLIN, Harness, ManualClock, ScriptedRunner, at, make_harness
 from cronwright.core.events import MemorySink
 from cronwright.core.sources import operator
-from cronwright.node.scheduler import Node, NodeSettings, new_node_id
+from cronwright.node import handoff
+from cronwright.node.node_ids import new_node_id
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
@@ -58,7 +61,7 @@ def test_a_short_lived_run_now_is_run_by_the_serving_node_under_one_fire_id(
     serving.node.run_pass()  # the serving node's next pass takes it
     serving.node.wait_for_runs()
     assert [(c.fire_id, c.attempt, c.manual) for c in serving.runner.calls] == [(fire_id, 1, True)]
-    cli.node.wait_for_hand_off(job.id, fire_id)  # returns at once: the occurrence is over
+    handoff.wait_for_hand_off(cli.node, job.id, fire_id)  # returns at once: the occurrence is over
     (run,) = serving.raw_store.runs(job.id)
     assert (run.fire_id, run.outcome.value, run.node) == (fire_id, "ok", serving.node.id)
     assert serving.job("daily")["state"] == "active"
@@ -99,8 +102,8 @@ def test_a_hand_off_no_node_takes_is_taken_back_and_run_by_its_requester(
     job = cli.node.store.get(job_id)
     assert job is not None and job.in_flight is not None
     # The serving node died after its last beat: nobody takes the run, so the requester does.
-    assert cli.node.take(job_id) is not None
-    cli.node.wait_for_hand_off(job_id, job.in_flight.fire_id)
+    assert handoff.take(cli.node, job_id) is not None
+    handoff.wait_for_hand_off(cli.node, job_id, job.in_flight.fire_id)
     assert [(c.fire_id, c.attempt) for c in cli.runner.calls] == [(job.in_flight.fire_id, 1)]
     serving.node.run_pass()
     assert serving.runner.calls == [], "taken once, run once"

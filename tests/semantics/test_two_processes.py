@@ -16,7 +16,8 @@ import sys, os
 from cronwright.clock import ManualClock
 from cronwright.core.events import MemorySink
 from cronwright.core.model import Outcome, Result
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.store.sqlite import SqliteStore
 from datetime import datetime
 

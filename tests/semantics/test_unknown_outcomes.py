@@ -15,6 +15,7 @@ import pytest
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Job, Outcome
+from cronwright.node import drive
 from lost_replies import LostReplies
 
 
@@ -52,7 +53,7 @@ def test_a_claim_of_unknown_outcome_is_given_back_and_fires_once_at_the_next_pas
 
     assert lossy.node.run_pass().fired == []  # not run: the claim may not be this node's
     assert lossy.job("report")["state"] == "running"  # it landed, unbeknown to the node
-    assert lossy.node.seconds_until_next_pass() <= 1.0  # so the node looks again soon
+    assert drive.seconds_until_next_pass(lossy.node) <= 1.0  # so the node looks again soon
 
     store_of(lossy).unreachable = store_of(lossy).dark_after_loss = False
     lossy.clock.set(at("2026-03-02T10:00:01+01:00"))

@@ -25,7 +25,9 @@ from cronwright.clock import SystemClock
 from cronwright.core.events import MemorySink
 from cronwright.core.model import AtSchedule, InFlight, Job, State
 from cronwright.errors import StoreCorrupt, StoreError
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node import drive
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.store import open_store
 from cronwright.store.postgres import SKEW_WARNING, PostgresStore, quoted, schema_version, upgrade
 from cronwright.store.resilient import ResilientStore
@@ -552,8 +554,8 @@ def test_a_node_cut_off_from_the_server_fires_nothing_until_it_is_back_then_fire
     writer = open_()
     runner = ScriptedRunner()
     node = Node(node_store, runner, SystemClock(), MemorySink(), NodeSettings(max_concurrency=4))
-    loop = threading.Thread(target=node.serve_forever, daemon=True)
-    loop.start()
+    serving = threading.Thread(target=drive.serve_forever, args=(node,), daemon=True)
+    serving.start()
     try:
         # A change on another store wakes the serving node (NOTIFY): it fires long before its
         # 60-second safety wake-up.
@@ -570,7 +572,7 @@ def test_a_node_cut_off_from_the_server_fires_nothing_until_it_is_back_then_fire
         assert runner.started.wait(20)  # its failed passes are retried, with backoff
     finally:
         node.stop()
-        loop.join(10)
+        serving.join(10)
     assert len({call.fire_id for call in runner.calls}) == len(runner.calls) == 2
     assert writer.counts()["done"] == 2
     assert len(writer.runs()) == 2

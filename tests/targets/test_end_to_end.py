@@ -20,7 +20,8 @@ import pytest
 from cronwright.clock import ManualClock
 from cronwright.core.events import FanOut, MemorySink
 from cronwright.core.sources import operator
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore

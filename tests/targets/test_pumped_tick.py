@@ -22,7 +22,9 @@ import pytest
 from cronwright.clock import ManualClock
 from cronwright.core.events import FanOut, MemorySink
 from cronwright.core.sources import operator
-from cronwright.node.scheduler import Node, NodeSettings
+from cronwright.node import drive
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.scheduler import Node
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
@@ -57,7 +59,7 @@ class Ticking:
         """The node's tick at `instant`, on a thread that must end well within a beat; the runs it made."""
         self.clock.set(datetime.fromisoformat(instant))
         ended: list[object] = []
-        ticking = threading.Thread(target=lambda: ended.append(self.node.tick()))
+        ticking = threading.Thread(target=lambda: ended.append(drive.tick(self.node)))
         ticking.start()
         ticking.join(120)
         assert ended, "the tick still waits: something it waited for never woke it"

@@ -15,6 +15,7 @@ from cronwright.clock import ManualClock
 from cronwright.config.settings import parse
 from cronwright.fronts.http.asgi import create_app
 from cronwright.fronts.ui.links import Links
+from cronwright.node import drive
 from cronwright.store.postgres import PostgresStore
 from dashboard_site import ORIGIN, Browser
 from serving import NOW, SOURCES
@@ -30,7 +31,7 @@ def _node(url: str) -> App:
 def test_a_change_through_another_node_reaches_the_stream(tmp_path: Path) -> None:
     with pg.scratch_url() as url:
         first, second = _node(url), _node(url)
-        serving = threading.Thread(target=first.node.serve_forever, daemon=True)
+        serving = threading.Thread(target=drive.serve_forever, args=(first.node,), daemon=True)
         serving.start()  # its loop LISTENs on the store's channel
         try:
             links = Links()

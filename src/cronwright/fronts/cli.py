@@ -927,7 +927,9 @@ def run_now(runtime: Runtime, name: str, as_json: bool) -> None:
         with interrupted_on_stop(node):
             if reply.get("handed_to") and fire_id is not None:
                 wake_local_nodes(node.store)
-                node.wait_for_hand_off(reply["job"]["id"], fire_id)
+                from cronwright.node.handoff import wait_for_hand_off
+
+                wait_for_hand_off(node, reply["job"]["id"], fire_id)
             else:
                 node.wait_for_runs()
         got = runtime.call("get", name=name)
@@ -988,7 +990,9 @@ def tick(runtime: Runtime, as_json: bool) -> None:
     runtime.prestart_workers()
     runtime.log_to_stderr()
     app = runtime.app(boot=True)
-    report = app.node.tick()
+    from cronwright.node.drive import tick as tick_once
+
+    report = tick_once(app.node)
     if app.deliveries is not None:
         # What is due goes out before the process ends (semantic 38); what fails waits for a later tick
         # or a serving node, with its backoff. The pass itself went well: a store that fails now fails
@@ -1038,7 +1042,9 @@ def serve(runtime: Runtime) -> None:
 
     def node_loop() -> None:
         try:
-            app.node.serve_forever()
+            from cronwright.node.drive import serve_forever
+
+            serve_forever(app.node)
         finally:
             stop.set()
 

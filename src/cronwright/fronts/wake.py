@@ -19,9 +19,7 @@ if TYPE_CHECKING:
 
 def wake_local_nodes(store: Store) -> int:
     """Signals every serving cronwright node on this host; returns how many were woken."""
-    from cronwright.node.scheduler import (
-        is_serving,  # here: the CLI imports this module, and most verbs wake nobody
-    )
+    from cronwright.node.node_ids import is_serving  # here: most verbs wake nobody
 
     host = socket.gethostname()
     woken = 0

@@ -2,73 +2,48 @@
 
 The store is the truth. The node reads the jobs that are due, lets the engine decide, writes each
 decision as a compare-and-swap, and runs only the occurrences whose claim it won and made durable.
-Four parts: the passes here, a shell of reads, writes, dispatch and events over the planner (planner.py:
-the pure decisions of a pass, what to claim, what waits for a slot, what settles and how finished
-attempts are recorded), the dispatcher (dispatch.py: the runs in flight, whose outcomes come back through
-a queue and are recorded in batches by the next pass, so one transaction records many), and the lease
-keeper (lease.py: the beats, on a monotonic clock and a timer of their own).
+The passes are here, a shell of reads, writes, dispatch and events over the planner (core/planner.py:
+the pure decisions of a pass). Beside them in node/: the dispatcher (dispatch.py: the runs in flight,
+whose outcomes come back through a queue and are recorded in batches by the next pass, so one
+transaction records many), the lease keeper (lease.py: beats on a monotonic clock and a timer of their
+own), the ledger (ledger.py: what this node knows the store may not, for reconciling), the hand-off of
+a short-lived process's run_now (handoff.py), and what drives the passes (drive.py: serve and tick).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 from cronwright.clock import Clock
 from cronwright.core import detect, engine, planner
 from cronwright.core.audit import AuditEntry
-from cronwright.core.calendars import NO_CALENDARS, Calendars
 from cronwright.core.events import EventSink
-from cronwright.core.leases import LEASE_BEAT, LEASE_TTL
-from cronwright.core.model import Finished, InFlight, Job, Occurrence, Outcome, Persistence, Result, Run
+from cronwright.core.model import Finished, Job, Occurrence, Persistence, Run
 from cronwright.core.notifications import Alert, Notification
 from cronwright.errors import AtMaxConcurrency, JobRunning, NotFound, StoreError
-from cronwright.node.dispatch import Attempt, Dispatcher, attempt_of
+from cronwright.node.dispatch import Dispatcher, attempt_of
 from cronwright.node.lease import LeaseKeeper, StepGuard
+from cronwright.node.ledger import Ledger
+from cronwright.node.node_ids import new_node_id
+from cronwright.node.node_settings import NodeSettings
+from cronwright.node.reconcile import Reconciler
 from cronwright.node.runner import Runner
 from cronwright.notify.alerting import Alerting, StoreTransitions
-from cronwright.store.base import Backend, Flushed, Store, Watches, Write
+from cronwright.store.base import Backend, Store, Write
 from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
 
 # How many due jobs one read of the store takes beyond the free slots, once a pass is settling jobs.
 DUE_CHUNK = planner.DUE_CHUNK
-# How long a tick lingers after a run ends, so that runs ending together are recorded together.
-GROUP_COMMIT_WINDOW = 0.005
-# The least a node sleeps when a peer's lease is due, so that an overdue one never spins the loop.
-PEER_LEASE_FLOOR = timedelta(seconds=1)
 # How many times a compare-and-swap that lost to another writer is read and decided again.
 CAS_TRIES = 5
-# A failed pass is tried again after 1 s, then 2, 4, ... up to this many seconds.
-RETRY_MAX = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSettings:
-    misfire_grace: timedelta = timedelta(seconds=60)
-    max_concurrency: int = 16
-    shutdown_grace: timedelta = timedelta(seconds=30)
-    # An idle node still wakes this often, to see changes made by processes that could not wake it
-    # and to notice another node's death. Once a minute keeps `status` honest and costs nothing.
-    safety_interval: timedelta = timedelta(seconds=60)
-    # A node with runs in flight beats at least every `lease_beat`; one silent for `lease_ttl` is dead.
-    lease_beat: timedelta = LEASE_BEAT
-    lease_ttl: timedelta = LEASE_TTL
-    # Audit entries older than this are dropped, by a pass at most once per AUDIT_PRUNE_EVERY.
-    audit_retention: timedelta = timedelta(days=90)
-    # The node zone (an `every` schedule's dates are read in it) and the calendars schedules may exclude.
-    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
-    calendars: Calendars = NO_CALENDARS
 
 
 # How often a node's passes drop the audit entries past their retention: a cheap indexed delete.
@@ -84,21 +59,6 @@ class PassReport:
     fired: list[str] = field(default_factory=list)
     skipped: int = 0
     recovered: list[str] = field(default_factory=list)
-
-
-# The last part of a serving node's id (`cronwright serve`): what a short-lived process looks for in the
-# beats to hand a run_now to (semantic 28). Other processes' ids have three parts.
-SERVING = "serve"
-
-
-def new_node_id(serving: bool = False) -> str:
-    """`host:pid:random`, and `:serve` for a node that runs a scheduling loop until it is stopped."""
-    base = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-    return f"{base}:{SERVING}" if serving else base
-
-
-def is_serving(node_id: str) -> bool:
-    return node_id.rsplit(":", 1)[-1] == SERVING
 
 
 class Node:
@@ -132,27 +92,22 @@ class Node:
         self._events = events
         # A claim's write failed and could not be read back: it may have landed. Until a pass has
         # reconciled this node's rows with what it runs, passes come soon.
-        self._unsettled = False
-        # The dispatch's own record of what it never started (semantic 29): the claims this node made
-        # whose write was not durable, and which it has not started since, with the monotonic second
-        # of the claim. Only these may ever be given back; a row held for any other attempt is one
-        # this node ran.
-        self._unstarted: dict[Attempt, float] = {}
-        # The outcomes of attempts this node ran whose finishing write is not durable yet (kept in
-        # memory while the store fails, or lost to another writer): if the row moves on meanwhile (a
-        # peer's overlap skip), they are decided again on the row as it is, never guessed.
-        self._unwritten: dict[Attempt, Finished] = {}
-        self._lock = threading.RLock()
-        self._wake = threading.Event()
+        self.unsettled = False
+        # What this node knows of its attempts that the store may not (semantic 29): the claims it
+        # never started, the only ones it may give back, and the outcomes no durable write holds yet.
+        self.ledger = Ledger(forget_claims_after=4 * self.settings.lease_ttl.total_seconds())
+        self.lock = threading.RLock()
+        self.woken = threading.Event()
         # Set with `_wake` by everything but a finished run: a wake-up that only a finished run caused,
         # and whose outcome a pass has already recorded, needs no pass of its own.
-        self._poked = threading.Event()
+        self.poked = threading.Event()
         # Set by every wake-up from outside the loop (another node's NOTIFY, a front's change): the next
         # pass reads the rows this node holds if it runs any, for an overlap replace asking it to stop one.
-        self._changed = threading.Event()
-        self._stopping = threading.Event()
+        self.changed = threading.Event()
+        self.stopping = threading.Event()
         # The dispatcher runs what passes claimed; a run that ends wakes the loop to record it.
-        self.runs = Dispatcher(runner, self.settings.max_concurrency, self._wake.set, self._stopping)
+        self.runs = Dispatcher(runner, self.settings.max_concurrency, self.woken.set, self.stopping)
+        self.reconciler = Reconciler(self.id, self.store, self.runs, self.ledger, clock, self._record_all)
         self._lease = LeaseKeeper(
             lambda: self.store.beat(self.id, self.clock.now()), self.settings.lease_beat, clock.monotonic
         )
@@ -165,7 +120,7 @@ class Node:
         self._audit_pruned_at: datetime | None = None
         # The last pass left a due job to the peer that runs its flights (overlap allow): it stays due
         # until that peer starts it, so the next pass is not sooner than PEER_LEASE_FLOOR.
-        self._left_to_peer = False
+        self.left_to_peer = False
 
     # --- passes ---------------------------------------------------------------------------------
 
@@ -176,11 +131,11 @@ class Node:
 
     def run_pass(self) -> PassReport:
         """One scheduling pass at the clock's now: record what finished, recover, fire what is due."""
-        with self._lock:
+        with self.lock:
             now = self.clock.now()
             finished = self.runs.drain()
             try:
-                self._rewrite_dropped(self.store.flush(), now)
+                self.reconciler.rewrite_dropped(self.store.flush(), now)
                 beaten = self._beat(now)
             except Exception:
                 # While the store fails (a full disk), the beat fails the pass; the outcomes are kept in
@@ -193,15 +148,15 @@ class Node:
                 raise
             report = PassReport()
             try:
-                changed = self._changed.is_set() and self.runs.in_flight() > 0
-                self._changed.clear()
-                if self._unsettled or beaten or changed:
-                    self._reconcile()
+                changed = self.changed.is_set() and self.runs.in_flight() > 0
+                self.changed.clear()
+                if self.unsettled or beaten or changed:
+                    self.reconcile()
                 self._recover(now, report)
             except Exception:
                 self.runs.requeue(finished)
                 raise
-            if self._stopping.is_set():
+            if self.stopping.is_set():
                 self._record_all(finished, now)
             else:
                 with self.runs.one_look():  # the runs it starts take one look at their targets' files
@@ -231,6 +186,15 @@ class Node:
     def lease(self) -> LeaseKeeper:
         return self._lease
 
+    def beat_now(self) -> None:
+        """Renews this node's lease now (a short-lived process about to claim, say)."""
+        self._beat(self.clock.now(), force=True)
+
+    def recover_peers(self) -> None:
+        """Records `interrupted` the runs of peers whose lease ran out, as a pass would."""
+        with self.lock:
+            self._recover(self.clock.now(), PassReport())
+
     def _track_runs(self) -> None:
         """The lease keeper beats on its own timer while runs are in flight, and sleeps while none are."""
         busy = self.runs.in_flight() > 0
@@ -238,134 +202,23 @@ class Node:
             self._lease.start()
         self._lease.busy(busy)
 
-    def _reconcile(self) -> None:
-        """Settles the rows that say this node runs an attempt it does not run now (semantic 29).
+    def reconcile(self) -> None:
+        """Settles the rows that say this node runs an attempt it does not run now (semantic 29; see
+        node/reconcile.py); passes come soon while a give-back could not be written."""
+        self.unsettled = not self.reconciler.reconcile()
 
-        Never by guessing. A claim whose write failed, and could not be read back, never runs; if it
-        landed all the same, its row says `running` on this node while nothing runs it. The dispatch
-        keeps its own record of such claims (`_unstarted`), so only an attempt this node knows it never
-        started is given back (engine.release): the pass goes on to decide that job afresh, under a
-        new fire_id. Any other such row is of an attempt this node did start and that ended, whose
-        finishing write did not land: it is recorded from what is known, its outcome if the node kept
-        it, else `interrupted`, and never run again. Done while unsettled, and at each beat, since a
-        commit may land a moment after a read back found it missing.
-
-        The same read finds the attempts that overlap replace asked this node to stop, whichever node
-        decided it: so a holder stops one within a beat, or at once when a peer's change wakes it.
-        """
-        held = self.store.held(self.id)
-        for job in held:
-            self._stop_if_replaced(job)
-        stranded: list[tuple[Job, list[InFlight]]] = []
-        ended: list[Finished] = []
-        for job in held:
-            idle = self._not_running(job)
-            back = [flight for flight in idle if self._never_started(job, flight)]
-            if back:
-                stranded.append((job, back))
-            ended += [self._ended(job, flight) for flight in idle if flight not in back]
-        self._forget_old_claims()
-        if ended:
-            self._record_ended(ended)
-        # Written like a claim (kept nowhere if it fails): a release that fails is found again.
-        released = [engine.release_all(job, [f.fire_id for f in flights]) for job, flights in stranded]
-        written = self.store.save([], claims=released) if stranded else []
-        for (job, flights), outcome in zip(stranded, written, strict=True):
-            if outcome is Write.DURABLE:
-                for flight in flights:
-                    self._unstarted.pop((job.id, flight.fire_id, flight.attempt), None)
-                    log.warning(
-                        "%s attempt %d of '%s' was claimed by a write whose reply was lost, and this node"
-                        " never started it: it is given back to the schedule (a later firing takes a new"
-                        " fire_id)",
-                        flight.fire_id,
-                        flight.attempt,
-                        job.name,
-                    )
-        self._unsettled = any(outcome is not Write.DURABLE for outcome in written)
-
-    def _not_running(self, job: Job) -> list[InFlight]:
-        """The attempts of `job` that its row says run here, and that this process does not run now."""
-        return [
-            flight
-            for flight in job.flights
-            if flight.node == self.id and not self.runs.started((job.id, flight.fire_id, flight.attempt))
-        ]
-
-    def _never_started(self, job: Job, flight: InFlight) -> bool:
-        """Whether the dispatch's own record says this node claimed `flight` and never started it."""
-        return (job.id, flight.fire_id, flight.attempt) in self._unstarted
-
-    def _ended(self, job: Job, flight: InFlight) -> Finished:
-        """An attempt this node started, not running now, whose row still says it runs here: its outcome
-        as this node kept it, or `interrupted` if it has none (it is never run again)."""
-        kept = self._unwritten.get((job.id, flight.fire_id, flight.attempt))
-        if kept is not None:
-            return kept
-        log.warning(
-            "%s attempt %d of '%s' started on this node, and its outcome is lost: it is recorded"
-            " interrupted, never run again",
-            flight.fire_id,
-            flight.attempt,
-            job.name,
-        )
-        why = f"node {self.id} ran it, and lost its outcome before it could be recorded"
-        return engine.occurrence_of(job, flight), Result(Outcome.INTERRUPTED, why)
-
-    def _record_ended(self, ended: list[Finished]) -> None:
-        """Records attempts that ended here and whose rows still hold them, on the rows as they are.
-
-        An outcome this node kept has its run row written already (or waiting in memory with the
-        store), so only the job is decided again; an `interrupted` one gets its row now."""
-        now = self.clock.now()
-        known = [item for item in ended if attempt_of(item[0]) in self._unwritten]
-        lost = [item for item in ended if attempt_of(item[0]) not in self._unwritten]
-        if known:
-            self._record_all(known, now, with_runs=False)
-        if lost:
-            self._record_all(lost, now)
-
-    def _rewrite_dropped(self, flushed: Flushed, now: datetime) -> None:
-        """After a flush: kept jobs written are settled; a kept job whose row moved on (a peer's overlap
-        skip while this node was cut off) is decided again, on that row, from the outcomes it held."""
-        for key in [key for key in self._unwritten if key[0] in flushed.written]:
-            del self._unwritten[key]
-        redo = [item for key, item in self._unwritten.items() if key[0] in flushed.dropped]
-        if not redo:
-            return
-        rows = self.store.get_many(list({occurrence.job_id for occurrence, _ in redo}))
-        still = [item for item in redo if _holds(rows.get(item[0].job_id), item[0], self.id)]
-        for occurrence, _ in redo:
-            if not _holds(rows.get(occurrence.job_id), occurrence, self.id):
-                # Concluded already: its own write had landed unheard, or a peer recorded it.
-                self._unwritten.pop(attempt_of(occurrence), None)
-        if still:
-            self._record_all(still, now, with_runs=False)
-
-    def _forget_old_claims(self) -> None:
-        """A claim not seen landed within several leases never will: its record is let go."""
-        oldest = self.clock.monotonic() - 4 * self.settings.lease_ttl.total_seconds()
-        for key in [key for key, claimed in self._unstarted.items() if claimed < oldest]:
-            del self._unstarted[key]
-
-    def _stop_if_replaced(self, job: Job) -> None:
-        """Stops the attempt this node runs for `job` if overlap replace asked it to (semantic 34)."""
-        flight = job.in_flight
-        if flight is not None and flight.cancel and flight.node == self.id:
-            self.runs.cancel((job.id, flight.fire_id, flight.attempt))
-
-    def _won(self, outcome: Write) -> bool:
+    def won(self, outcome: Write) -> bool:
         """Whether a claim's write made it this node's to run; one of unknown outcome is reconciled."""
         if outcome is Write.UNKNOWN:
-            self._unsettled = True
+            self.unsettled = True
         return outcome is Write.DURABLE
 
-    def _claimed(self, fire: Occurrence | None, outcome: Write) -> bool:
+    def claim_won(self, fire: Occurrence | None, outcome: Write) -> bool:
         """As `_won`, for a claim of the attempt `fire`: one not won is noted as never started here,
         the one record that lets a reconcile give it back if its write landed unheard."""
-        won = self._won(outcome)
+        won = self.won(outcome)
         if not won and fire is not None:
-            self._unstarted[attempt_of(fire)] = self.clock.monotonic()
+            self.ledger.not_won(attempt_of(fire), self.clock.monotonic())
         return won
 
     def _recover(self, now: datetime, report: PassReport) -> None:
@@ -395,7 +248,7 @@ class Node:
             # once, and the loser's `interrupted` run is a second record of the attempt, which the store
             # refuses whole. Kept in memory, it would be retried, and refused, forever. Not kept, the
             # loser simply finds the job recovered; after an outage the next pass finds the orphan again.
-            if self._won(self.store.save([decision.job], decision.runs, keep=False, notes=notes)[0]):
+            if self.won(self.store.save([decision.job], decision.runs, keep=False, notes=notes)[0]):
                 self._emit(decision)
                 self._noted(notes)
                 report.recovered.extend(run.fire_id for run in decision.runs)
@@ -421,7 +274,7 @@ class Node:
         seen = {occurrence.job_id for occurrence, _ in finished}
         unrecorded = finished  # their runs are over, so their slots count as free
         settling = False
-        self._left_to_peer = False
+        self.left_to_peer = False
         while True:
             free = planner.free_slots(self.settings.max_concurrency, self.runs.in_flight(), len(unrecorded))
             limit = planner.read_limit(free, settling)
@@ -434,7 +287,7 @@ class Node:
             batch = [job for job in due if job.id not in seen]
             seen.update(job.id for job in batch)
             plan = planner.plan_due(batch, now, self.rules, free, self._waiting)
-            self._left_to_peer |= plan.left_to_peer
+            self.left_to_peer |= plan.left_to_peer
             self._wait_for_slots(plan)
             settled, claims = plan.settled, plan.claims
             kept = [d for _, d in finishing] + settled
@@ -455,7 +308,7 @@ class Node:
             for decision, outcome in zip(kept, written, strict=False):
                 if outcome is not Write.LOST:
                     self._emit(decision)
-                    self._stop_if_replaced(decision.job)
+                    self.reconciler.stop_if_replaced(decision.job)
             for (ended, decision), outcome in zip(finishing, written, strict=False):
                 if outcome is not Write.LOST:
                     self._recorded(ended, decision, outcome)
@@ -468,11 +321,11 @@ class Node:
             report.skipped += plan.skipped
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
-                if self._claimed(decision.fire, outcome):
+                if self.claim_won(decision.fire, outcome):
                     self._emit(decision)
                     report.skipped += planner.skipped(decision)
                     assert decision.fire is not None
-                    self._dispatch(decision.job.evolve(version=decision.job.version + 1), decision.fire)
+                    self.start(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
             if not planner.reads_on(len(due), limit, len(batch), plan, free, bool(written)):
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
@@ -519,14 +372,14 @@ class Node:
 
     # --- attempts -------------------------------------------------------------------------------
 
-    def _dispatch(self, job: Job, occurrence: Occurrence) -> None:
-        self._unstarted.pop(attempt_of(occurrence), None)  # started now, whatever an earlier claim did
+    def start(self, job: Job, occurrence: Occurrence) -> None:
+        self.ledger.started(attempt_of(occurrence))  # started now, whatever an earlier claim did
         self.runs.start(job, occurrence)
         self._track_runs()
 
     def record_finished(self) -> int:
         """Records every attempt that has finished, in one transaction where it can. Returns how many."""
-        with self._lock:
+        with self.lock:
             done = self.runs.drain()
             self._record_all(done, self.clock.now())
             return len(done)
@@ -545,7 +398,7 @@ class Node:
             log.warning(
                 "the outcome of %s lost %d writes in a row; it is kept", occurrence.fire_id, CAS_TRIES
             )
-            self._unwritten[attempt_of(occurrence)] = (occurrence, result)
+            self.ledger.kept((occurrence, result))
         self.runs.freed(done)
         self._track_runs()
 
@@ -601,11 +454,10 @@ class Node:
         for occurrence, result in ended:
             self.runs.recorded(occurrence)
             if outcome is not Write.DURABLE:
-                self._unwritten[attempt_of(occurrence)] = (occurrence, result)
+                self.ledger.kept((occurrence, result))
         if outcome is Write.DURABLE:
             # Decided on the row as this node saw it, its kept outcomes included: all settled now.
-            for key in [key for key in self._unwritten if key[0] == decision.job.id]:
-                del self._unwritten[key]
+            self.ledger.written((decision.job.id,))
         if outcome is Write.DURABLE and decision.job.in_flight is not None:
             # The job's other attempts here (overlap allow) are decided on the row as written now.
             self.runs.wrote(decision.job.evolve(version=decision.job.version + 1))
@@ -624,7 +476,7 @@ class Node:
         deadline = None if timeout is None else time.monotonic() + timeout
         beat = self.settings.lease_beat.total_seconds()
         while True:
-            with self._lock:
+            with self.lock:
                 futures = self.runs.futures()
             if not futures:
                 return
@@ -633,7 +485,7 @@ class Node:
                 raise TimeoutError(f"{len(futures)} runs still in flight")
             wait(futures, min(beat, remaining) if remaining is not None else beat, FIRST_COMPLETED)
             self.record_finished()
-            with self._lock:
+            with self.lock:
                 if self._beat(self.clock.now()):
                     self._stop_replaced()
 
@@ -647,60 +499,14 @@ class Node:
             )
             return
         for job in held:
-            self._stop_if_replaced(job)
-
-    def _await_a_run(self) -> None:
-        """Waits until a run finishes, or a lease beat's time has passed."""
-        with self._lock:
-            futures = self.runs.futures()
-        if futures:
-            self.runs.wait(futures, self.settings.lease_beat.total_seconds(), FIRST_COMPLETED)
-            running = [future for future in futures if not future.done()]
-            if len(running) < len(futures) and running:
-                # Group commit: runs that end within a moment of each other share one durable write.
-                self.runs.wait(running, GROUP_COMMIT_WINDOW, ALL_COMPLETED)
-
-    def _linger(self) -> None:
-        """Woken by a run that finished while others run: waits a moment for them (group commit).
-
-        Runs that end together then share one pass and one durable write, and the slots they free are
-        claimed together, instead of a pass (and a commit) per run while the other slots sit idle.
-        """
-        if not self.runs.has_finished():
-            return
-        with self._lock:
-            running = self.runs.futures(unfinished=True)
-        if running:
-            wait(running, GROUP_COMMIT_WINDOW)
-
-    def tick(self) -> PassReport:
-        """What `cronwright tick` does: a pass that fires what is due and, as slots free up, what waits
-        for one; then it waits for every run it started and records it."""
-        with self.runs.pumped():  # this thread waits for nothing else: the replies come on it
-            return self._tick()
-
-    def _tick(self) -> PassReport:
-        report = self.run_pass()  # its first beat announces the node, as boot's does
-        while self.runs.in_flight():
-            self._await_a_run()
-            passes = [self.run_pass()]  # records what finished, and claims the freed slots
-            if not self.runs.in_flight():
-                # What was just recorded may have left an occurrence waiting for it (overlap
-                # buffer_one, or replace's successor), due now: this tick starts it rather than
-                # leaving it to the next.
-                passes.append(self.run_pass())
-            for more in passes:
-                report.fired += more.fired
-                report.skipped += more.skipped
-                report.recovered += more.recovered
-        return report
+            self.reconciler.stop_if_replaced(job)
 
     # --- operator actions that need the node --------------------------------------------------
 
     def run_now(self, job_id: int, audit: Callable[[Job, Job], AuditEntry] | None = None) -> Job:
         """Claims and starts an occurrence of an active job now; refusals as DESIGN semantic 12.
         `audit` makes the entry of the claim from the job before and after it, written with it."""
-        with self._lock:
+        with self.lock:
             state = "unknown"
             for _ in range(CAS_TRIES):
                 job = self.store.get(job_id)
@@ -719,221 +525,37 @@ class Node:
                 self._beat(now, force=True)
                 entries = [audit(job, decision.job)] if audit is not None else []
                 written = self.store.save([decision.job], keep=False, audit=entries)[0]
-                if self._claimed(decision.fire, written):
+                if self.claim_won(decision.fire, written):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
-                    self._dispatch(claimed, decision.fire)
+                    self.start(claimed, decision.fire)
                     return claimed
             raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
 
-    def serving_peer(self) -> str | None:
-        """A serving node that beat lately, to hand a run_now to (semantic 28); None if there is none.
-
-        An idle serving node beats only at its safety wake-up, so a beat counts for that long on top of
-        the lease. A node that died within that window takes nothing: `wait_for_hand_off` then takes
-        the run back, so a hand-off can be late, never lost.
-        """
-        now = self.clock.now()
-        fresh = now - self.settings.lease_ttl - self.settings.safety_interval
-        peers = sorted(
-            (beat for beat in self.store.beats() if is_serving(beat.node) and beat.node != self.id),
-            key=lambda beat: beat.beat_at,
-            reverse=True,
-        )
-        return next((beat.node for beat in peers if beat.beat_at > fresh), None)
-
-    def hand_off(self, job_id: int, audit: Callable[[Job, Job], AuditEntry] | None = None) -> Job:
-        """Leaves a run_now of an active job in the store for a serving node (engine.hand_off), with
-        the audit entry `audit` makes of it."""
-        with self._lock:
-            state = "unknown"
-            for _ in range(CAS_TRIES):
-                job = self.store.get(job_id)
-                if job is None:
-                    raise NotFound(f"no job with id {job_id}")
-                state = job.state.value
-                queued = engine.hand_off(job, self.clock.now())
-                entries = [audit(job, queued)] if audit is not None else []
-                if self._won(self.store.save([queued], keep=False, audit=entries)[0]):
-                    return queued.evolve(version=queued.version + 1)
-            raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
-
-    def take(self, job_id: int) -> Job | None:
-        """Claims and starts a handed-off run_now that no node has taken; None if it was taken."""
-        with self._lock:
-            self._beat(self.clock.now(), force=True)
-            for _ in range(CAS_TRIES):
-                job = self.store.get(job_id)
-                decision = None if job is None else engine.take(job, self.clock.now(), self.rules)
-                if decision is None:
-                    return None
-                if self._claimed(decision.fire, self.store.save([], claims=[decision.job])[0]):
-                    assert decision.fire is not None
-                    claimed = decision.job.evolve(version=decision.job.version + 1)
-                    self._dispatch(claimed, decision.fire)
-                    return claimed
-            return None
-
-    def wait_for_hand_off(self, job_id: int, fire_id: str, poll: float = 0.1) -> None:
-        """Waits until the handed-off occurrence `fire_id` has ended, whoever ran it.
-
-        A serving node that has not taken it within a lease (it died since its last beat, or its
-        slots stay full) loses it to this process, which takes it and runs it itself.
-        """
-        taken_by = None
-        patience = self.settings.lease_ttl.total_seconds()
-        deadline = time.monotonic() + patience
-        while True:
-            job = self.store.get(job_id)
-            flight = None if job is None else job.flight(fire_id)
-            if flight is None:
-                return  # over, or deleted
-            if flight.node == self.id:
-                self.wait_for_runs()
-                return
-            if flight.node != taken_by:
-                taken_by, deadline = flight.node, time.monotonic() + patience
-            if time.monotonic() >= deadline:
-                if taken_by is None and self.take(job_id) is not None:
-                    log.warning("no serving node took %s in %.0fs: this process runs it", fire_id, patience)
-                    self.wait_for_runs()
-                    return
-                if taken_by is not None:
-                    # Its node may have died mid-run: once its lease is out, the run is recorded
-                    # `interrupted` here, as any pass would, rather than waited for forever.
-                    with self._lock:
-                        self._recover(self.clock.now(), PassReport())
-                deadline = time.monotonic() + 1.0
-            if self._stopping.wait(poll):
-                return  # this process is stopping; whoever runs the occurrence records it
-
-    # --- the loop -------------------------------------------------------------------------------
+    # --- waking and stopping (node/loop.py drives the passes) -------------------------------------
 
     def wake(self) -> None:
         """Something changed: the loop re-reads the store now instead of at its next due instant. Another
         process may have written notifications (a CLI's run), so the delivery loop looks too."""
-        self._poked.set()
-        self._changed.set()
-        self._wake.set()
+        self.poked.set()
+        self.changed.set()
+        self.woken.set()
         if self.on_notes is not None:
             self.on_notes()
-
-    def seconds_until_next_pass(self) -> float:
-        now = self.clock.now()
-        deadlines = [now + self.settings.safety_interval]
-        if self.runs.in_flight() < self.settings.max_concurrency:
-            # With every slot busy a due job waits for a slot, and the run that frees one wakes the node:
-            # looking sooner would only find it still waiting, over and over.
-            next_wake = self.store.next_wake()
-            if next_wake is not None and self._left_to_peer:
-                next_wake = max(next_wake, now + PEER_LEASE_FLOOR)  # rather than spin on a peer's job
-            if next_wake is not None:
-                deadlines.append(next_wake)
-        if self.runs.in_flight():
-            deadlines.append(now + self.settings.lease_beat)
-        if self._unsettled:
-            deadlines.append(now + PEER_LEASE_FLOOR)  # a claim may have landed unbeknown: reconcile soon
-        left = self.store.lease_left(now, self.settings.lease_ttl, self.id)
-        if left is not None:
-            # A peer's runs are in flight: look again when its lease could run out, so a dead peer's
-            # runs are found within a lease. Not sooner than a second: an overdue lease whose runs a
-            # pass could not recover (a clock skew, say) must not spin the loop.
-            deadlines.append(now + max(left, PEER_LEASE_FLOOR))
-        # From the clock read again: the reads above took a moment, which the wait must not add to a
-        # due instant (on a real clock the pass would wake that much late).
-        return max(0.0, (min(deadlines) - self.clock.now()).total_seconds())
-
-    def until_next_pass(self) -> float:
-        """What the loop does before it sleeps: the seconds until the next pass, having taken ahead the
-        lease beat that would fall due before that pass, when the pass comes within a beat.
-
-        Why: a pass whose beat is due beats first, and a beat is a durable write (an fsync on SQLite).
-        On a node that passes every second, the firing of every tenth pass would wait for two commits,
-        the beat's and then its claim's. Taken now, the beat is a moment early, the lease only fresher,
-        and the pass claims at once. A node that sleeps longer than a beat (an idle one) beats as its
-        next pass starts, as before, so it writes no more often than it did (semantic 25). A beat that
-        fails here is left to the pass, which beats as it starts since its beat is still due.
-        """
-        sleep = self.seconds_until_next_pass()
-        if self.runs.in_flight():
-            # The keeper beats on its own timer while runs are in flight (semantic 30), and the wait is
-            # capped by the beat itself: taken ahead here, a beat (a durable write, then a reconcile
-            # read) came before every pass of a busy node, one per finished run, not one per beat.
-            return sleep
-        if sleep >= self.settings.lease_beat.total_seconds() or self._lease.seconds_to_next_beat() > sleep:
-            return sleep
-        with self._lock:
-            try:
-                self._lease.beat_if_due(force=True)
-            except StoreError as error:
-                log.debug("a beat taken ahead of the next pass failed (that pass beats): %s", error)
-                return sleep
-            if self._lease.took_beat():
-                try:
-                    self._reconcile()  # what a pass does after a beat (semantic 29), done here too
-                except StoreError as error:
-                    log.debug("reconciling after a beat failed (the next pass does): %s", error)
-                    self._unsettled = True
-        return self.seconds_until_next_pass()
-
-    def serve_forever(self) -> None:
-        """Runs passes until `stop()`. Between passes it sleeps until the next due instant or a wake-up.
-
-        A store that can announce changes (`watch`, as PostgreSQL's LISTEN/NOTIFY) wakes the node when
-        another node or process changes a job; without it, such changes land at the next safety wake-up.
-        """
-        inner = self.store.inner
-        stop_watching = inner.watch(self.wake) if isinstance(inner, Watches) else None
-        try:
-            self._serve()
-        finally:
-            if stop_watching is not None:
-                stop_watching()
-
-    def _serve(self) -> None:
-        booted, failures = False, 0
-        while not self._stopping.is_set():
-            try:
-                if booted:
-                    woken = self._wake.wait(self.until_next_pass())
-                    self._wake.clear()
-                    if self._stopping.is_set():
-                        break
-                    if woken and not self._poked.is_set() and not self.runs.has_finished():
-                        continue  # a run finished whose outcome the last pass already recorded
-                    self._poked.clear()
-                    self._linger()
-                    self.run_pass()
-                else:
-                    self.boot()
-                    booted = True
-                failures = 0
-            except Exception as error:
-                # A pass that failed (the store was unreachable, say) is tried again, with backoff; the
-                # node lives on. Nothing fired on what it read: a claim is a write the store must accept.
-                failures += 1
-                delay = min(RETRY_MAX, 2.0 ** min(failures - 1, 8))
-                if failures == 1:
-                    log.exception("a scheduling pass failed; trying again in %.0fs", delay)
-                else:
-                    log.warning("a scheduling pass failed again (%d in a row): %s", failures, error)
-                self._stopping.wait(delay)
-                self._poked.set()
-                self._wake.set()
 
     def interrupt_runs(self, why: str) -> None:
         """Stops every run in flight now, each recorded `interrupted` as it ends, and claims nothing
         more: for a short-lived process that is being stopped (semantic 28)."""
         if self.runs.in_flight():
             log.warning("%s: stopping %d runs in flight, recorded interrupted", why, self.runs.in_flight())
-        self._stopping.set()
-        self._wake.set()
+        self.stopping.set()
+        self.woken.set()
         self.runs.interrupt()
 
     def stop(self) -> None:
         """Stops claiming, lets runs in flight finish within the shutdown grace, and interrupts the rest."""
-        self._stopping.set()
-        self._wake.set()
+        self.stopping.set()
+        self.woken.set()
         try:
             self.wait_for_runs(self.settings.shutdown_grace.total_seconds())
         except TimeoutError:
@@ -943,17 +565,11 @@ class Node:
         self.record_finished()
         self._lease.close()
         self.runs.shutdown()
-        if self._unsettled:
+        if self.unsettled:
             # Once its beat is gone, a claim it never started would be taken for an interrupted run.
-            with self._lock:
+            with self.lock:
                 try:
-                    self._reconcile()
+                    self.reconcile()
                 except StoreError as error:
                     log.warning("this node's claims could not be reconciled before it stopped: %s", error)
         self.store.forget(self.id)
-
-
-def _holds(job: Job | None, occurrence: Occurrence, node: str) -> bool:
-    """Whether `job`'s row still says `node` runs that attempt."""
-    flight = None if job is None else job.flight(occurrence.fire_id)
-    return flight is not None and flight.attempt == occurrence.attempt and flight.node == node

@@ -45,6 +45,7 @@ from cronwright.errors import (
     StoreCorrupt,
     TargetNotAllowed,
 )
+from cronwright.node import drive, handoff
 from cronwright.node.scheduler import Node
 from cronwright.notify.rows import delivery_row
 from cronwright.service import backfilling, dryrun, fields
@@ -754,9 +755,9 @@ class Service:
             return self.entry("run_now", request, source, before, after)
 
         # A process that will not outlive its request leaves the run to a serving node (semantic 28).
-        peer = self.node.serving_peer() if self.node.short_lived else None
+        peer = handoff.serving_peer(self.node) if self.node.short_lived else None
         if peer is not None:
-            queued = self.node.hand_off(job.id, entry)
+            queued = handoff.hand_off(self.node, job.id, entry)
             reply = {"job": self.row(queued), "persistence": self.store.inner.persistence.value}
             return reply | {"handed_to": peer}
         claimed = self.node.run_now(job.id, entry)
@@ -802,7 +803,7 @@ class Service:
             raise Invalid(
                 "action", "'tick' is for the local operator (`cronwright tick`); the node runs its passes"
             )
-        report = self.node.tick()
+        report = drive.tick(self.node)
         return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}
 
 
