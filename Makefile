@@ -22,5 +22,5 @@ test: $(BIN)/cronwright
 lint: $(BIN)/cronwright
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy --strict src/
+	$(BIN)/mypy --strict src tests
 	$(BIN)/lint-imports

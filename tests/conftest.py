@@ -132,10 +132,12 @@ class Harness:
         spec: dict[str, Any] = {"name": name, "target": "reports", "action": "daily", **job}
         if schedule is not None:
             spec["schedule"] = schedule
-        return self.ok("create_job", job=spec)["job"]
+        created: dict[str, Any] = self.ok("create_job", job=spec)["job"]
+        return created
 
     def job(self, name: str) -> dict[str, Any]:
-        return self.ok("get", name=name)["job"]
+        shown: dict[str, Any] = self.ok("get", name=name)["job"]
+        return shown
 
     def tick(self) -> dict[str, Any]:
         """One pass at the clock's now, then wait for its runs (as `cronwright tick` does)."""

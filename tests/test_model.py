@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
 import pytest
 
@@ -29,10 +30,24 @@ def a_job() -> Job:
     )
 
 
+class Changes(TypedDict, total=False):
+    """Some of Job's fields, typed as Job declares them, so one dict can go to evolve and to replace."""
+
+    state: State
+    in_flight: InFlight | None
+    occurrences: int
+    misfire: Misfire
+
+
 def test_evolve_changes_exactly_the_named_fields() -> None:
     job = a_job()
     flight = InFlight("7-1", T0, 1, T0, "node-a")
-    changes = {"state": State.RUNNING, "in_flight": flight, "occurrences": 1, "misfire": Misfire.COALESCE}
+    changes: Changes = {
+        "state": State.RUNNING,
+        "in_flight": flight,
+        "occurrences": 1,
+        "misfire": Misfire.COALESCE,
+    }
 
     evolved = job.evolve(**changes)
 

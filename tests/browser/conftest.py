@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from browser.world import CHROMIUM, DESKTOP, FLAGS, World, configure, serve_at_faked_start, sync_playwright
+from browser.world import CHROMIUM, DESKTOP, FLAGS, PLAYWRIGHT, World, configure, serve_at_faked_start
 from cli.blackbox import CRONWRIGHT, Cronwright
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = None
-    if sync_playwright is None:
+    if not PLAYWRIGHT:
         reason = "the playwright package is not installed (pip install -e '.[test]')"
     elif not CHROMIUM.exists():
         reason = f"chromium is not installed at {CHROMIUM} (apt-get install chromium; .ci/run does)"
@@ -75,7 +75,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    assert sync_playwright is not None
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         # launch() gives every run a fresh, throwaway profile (its own user-data-dir).
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)

@@ -23,7 +23,7 @@ from browser.world import (
 from cli.blackbox import wait_for
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page
+    from playwright.sync_api import BrowserContext, Dialog, Page
 
 # conftest.py skips this suite, saying why, where playwright or chromium is missing.
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed").expect
@@ -150,7 +150,12 @@ def test_a_change_without_the_csrf_token_is_refused(page: Page, seeded: World) -
 
 def test_hostile_text_is_shown_as_text_and_never_runs(page: Page, seeded: World) -> None:
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     log_in(page, "agent")
     for path in ("/ui/schedules/agent-daily", "/ui/schedules/agent-hostile", "/ui/history", "/ui/"):
         page.goto(path)

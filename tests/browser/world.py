@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -13,16 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from cli.blackbox import Cronwright, Result, wait_for
-from cli.test_serve import Lines
+from cli.blackbox import Cronwright, Lines, Result, wait_for
 from serving import sha256
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Page, ViewportSize
 
 CHROMIUM = Path(os.environ.get("CRONWRIGHT_CHROMIUM", "/usr/bin/chromium"))
 FLAGS = [
@@ -40,14 +40,12 @@ TOKENS = {"agent": "agent-browser-token", "other": "other-browser-token"}
 HOSTILE_ARG = "<script>alert(1)</script>"
 HOSTILE_NOTE = '<img src=x onerror="alert(2)">'
 HOSTILE_OUTPUT = "<script>alert(3)</script><img src=x onerror=alert(4)>"
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 375, "height": 740}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 375, "height": 740}
 LISTENING = re.compile(r"listening on (http://[0-9.:]+)")
 
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the test extra installs it; conftest skips the suite without it
-    sync_playwright = None  # type: ignore[assignment]
+# The test extra installs playwright; conftest skips the suite without it.
+PLAYWRIGHT = importlib.util.find_spec("playwright") is not None
 
 
 @dataclass
@@ -125,12 +123,13 @@ def log_in(page: Page, source: str) -> None:
 
 def shoot(page: Page, world: World, name: str) -> None:
     """The page at desktop width and at 375 px, full length, and at 375 px in dark mode."""
-    for label, size, scheme in (
+    shots: tuple[tuple[str, ViewportSize, Literal["light", "dark"]], ...] = (
         ("desktop", DESKTOP, "light"),
         ("375px", PHONE, "light"),
         ("375px-dark", PHONE, "dark"),
-    ):
-        page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+    )
+    for label, size, scheme in shots:
+        page.emulate_media(color_scheme=scheme)
         page.set_viewport_size(size)
         page.screenshot(path=str(world.shots / f"{name}-{label}.png"), full_page=True)
     page.emulate_media(color_scheme="light")

@@ -7,9 +7,8 @@ import hashlib
 
 import httpx
 
-from .blackbox import Cronwright
+from .blackbox import Cronwright, Lines
 from .test_audit_cli import TOKEN, listening_url
-from .test_serve import Lines
 
 
 def test_the_operator_approves_and_rejects_with_the_cli(cw: Cronwright) -> None:

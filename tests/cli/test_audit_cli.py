@@ -7,8 +7,7 @@ import json
 
 import httpx
 
-from .blackbox import Cronwright, wait_for
-from .test_serve import Lines
+from .blackbox import Cronwright, Lines, wait_for
 
 TOKEN = "agent-audit-token"
 

@@ -8,10 +8,9 @@ import hashlib
 
 import httpx
 
-from .blackbox import Cronwright, needs_faketime, wait_for
+from .blackbox import Cronwright, Lines, needs_faketime, wait_for
 from .test_audit_cli import listening_url
 from .test_dry_run_cli import store_bytes
-from .test_serve import Lines
 
 pytestmark = needs_faketime
 

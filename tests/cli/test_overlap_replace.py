@@ -64,7 +64,10 @@ def test_a_later_tick_stops_the_run_an_earlier_tick_still_waits_for(tmp_path: Pa
     with slow_tick(cw, at="2026-10-25T01:01:30+02:00") as first:
         second = cw.tick(at="2026-10-25T01:02:03+02:00")  # 01:02 comes due while 01:01 runs: it is replaced
         assert second["fired"] == 0
-        lines = lambda: cw.started.read_text(encoding="utf-8").split()  # noqa: E731
+
+        def lines() -> list[str]:
+            return cw.started.read_text(encoding="utf-8").split()
+
         # The first tick stops its run at its next beat; if its own clock has passed 01:02 by then, it
         # starts the waiting occurrence itself (which then waits for the release).
         wait_for("the first tick to stop its run", lambda: first.poll() is not None or len(lines()) > 1)

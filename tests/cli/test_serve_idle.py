@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pg
 
-from .blackbox import Cronwright, children, descendants, wait_for
-from .test_serve import Lines
+from .blackbox import Cronwright, Lines, children, descendants, wait_for
 
 # The window: long enough to catch a thread that wakes every second or two (uvicorn ticked every 0.1 s,
 # the main thread every 1 s, psycopg's notification wait every 0.1 s), short enough for the suite.

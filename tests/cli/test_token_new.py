@@ -9,9 +9,8 @@ import tomllib
 
 import httpx
 
-from .blackbox import Cronwright
+from .blackbox import Cronwright, Lines
 from .test_audit_cli import listening_url
-from .test_serve import Lines
 
 
 def test_the_json_holds_a_random_token_and_its_digest(cw: Cronwright) -> None:

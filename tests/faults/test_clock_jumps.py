@@ -140,7 +140,8 @@ def test_the_real_binary_across_ticks_an_hour_apart_and_back(tmp_path: Path) -> 
     def run(when: str, *argv: str) -> dict[str, object]:
         done = cli(config, *argv, "--json", env=env, faketime=when)
         assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
+        reply: dict[str, object] = json.loads(done.stdout)
+        return reply
 
     hourly = ["--target", "note", "--action", "write", "--cron", "0 * * * *"]
     run("2026-03-02 08:59:00", "add", "skip", *hourly)

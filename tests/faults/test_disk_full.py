@@ -45,7 +45,8 @@ def run_child(tmp_path: Path, mode: str) -> dict[str, Any]:
         argv = [sys.executable, str(CHILD), str(tmp_path / "cronwright.db"), mode]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
+    reported: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return reported
 
 
 @pytest.mark.parametrize("mode", ["fsize", "tmpfs", "immutable"])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openapi_spec_validator import validate
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 from starlette.routing import Route
 
@@ -115,7 +115,9 @@ def test_the_protocols_actions_are_the_documents() -> None:
 
 
 def conforms(value: object, schema_name: str) -> None:
-    registry: Registry[Any] = Registry().with_resource("urn:cronwright", Resource(document(), DRAFT202012))
+    registry: Registry[Any] = Registry().with_resource(
+        "urn:cronwright", DRAFT202012.create_resource(document())
+    )
     schema = {"$ref": f"urn:cronwright#/components/schemas/{schema_name}"}
     jsonschema.Draft202012Validator(schema, registry=registry).validate(value)
 

@@ -57,7 +57,12 @@ def serving(config: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     )
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr or ()], daemon=True)
+
+    def read() -> None:
+        for line in process.stderr or ():
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         url = ""

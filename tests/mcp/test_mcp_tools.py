@@ -63,7 +63,8 @@ def test_the_tools_carry_the_right_annotations(app: App) -> None:
 
         for name in ("schedules_list", "schedules_get", "schedules_history", "schedules_preview",
                      "schedules_targets"):  # fmt: skip
-            assert hints[name] is not None and hints[name].read_only_hint is True, name
+            hint = hints[name]
+            assert hint is not None and hint.read_only_hint is True, name
         delete = hints["schedules_delete"]
         assert delete is not None and (delete.destructive_hint, delete.idempotent_hint) == (True, True)
         update = hints["schedules_update"]

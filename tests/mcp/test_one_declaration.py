@@ -11,7 +11,7 @@ import anyio
 import jsonschema
 import pytest
 from mcp import Client
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from cronwright.app import App
@@ -50,7 +50,7 @@ JOBS: list[tuple[dict[str, Any], bool]] = [
 
 
 def openapi_accepts(schema_name: str, value: object) -> bool:
-    registry: Registry[Any] = Registry().with_resource("urn:doc", Resource(document(), DRAFT202012))
+    registry: Registry[Any] = Registry().with_resource("urn:doc", DRAFT202012.create_resource(document()))
     validator = jsonschema.Draft202012Validator(
         {"$ref": f"urn:doc#/components/schemas/{schema_name}"}, registry=registry
     )

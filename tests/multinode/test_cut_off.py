@@ -75,7 +75,8 @@ class CutOffCluster(Cluster):
                 )
             row = connection.execute("SELECT now()").fetchone()
         assert row is not None
-        instant: datetime = row[0]
+        instant = row[0]
+        assert isinstance(instant, datetime), instant
         return instant
 
 

@@ -85,8 +85,14 @@ def test_the_holder_stops_a_run_another_node_replaced_at_its_next_beat() -> None
 def test_the_other_nodes_write_wakes_the_holder_to_stop_its_run_at_once() -> None:
     with two_nodes() as (holder, other):
         woken = threading.Event()
-        watch = holder.node.store.inner.watch
-        listener = watch(lambda: (holder.node.wake(), woken.set()))
+        inner = holder.node.store.inner
+        assert isinstance(inner, PostgresStore)
+
+        def wake() -> None:
+            holder.node.wake()
+            woken.set()
+
+        listener = inner.watch(wake)
         try:
             assert listener.listening.wait(10)
             job_id = _held_by(holder, other, woken)

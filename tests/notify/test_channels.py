@@ -34,9 +34,13 @@ def webhook(url: str, timeout: float = 5.0) -> WebhookChannel:
     return WebhookChannel("ops", url, "ALERT_SECRET", timeout, CLIENT, SECRETS)
 
 
-def mail(port: int, *credentials: str, tls: ssl.SSLContext | None = None) -> EmailChannel:
+def mail(
+    port: int, username: str | None = None, password: str | None = None, tls: ssl.SSLContext | None = None
+) -> EmailChannel:
     sender, to = "cw@example.invalid", ("ops@example.invalid",)
-    return EmailChannel("mail", f"smtp://127.0.0.1:{port}", sender, to, 5.0, SECRETS, *credentials, tls=tls)
+    return EmailChannel(
+        "mail", f"smtp://127.0.0.1:{port}", sender, to, 5.0, SECRETS, username, password, tls=tls
+    )
 
 
 def test_a_webhook_is_signed_and_carries_the_notification_id() -> None:

@@ -6,12 +6,14 @@ notification per matching channel, in the outbox, written with the decision."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
 from conftest import BERLIN, Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.core.model import Outcome
+from cronwright.core.audit import AuditEntry
+from cronwright.core.model import Job, Outcome, Run
 from cronwright.core.notifications import Notification, Transition
 from cronwright.errors import StoreError
 from cronwright.notify.alerting import Alerting
@@ -160,15 +162,21 @@ def test_a_peer_recovering_a_dead_nodes_runs_alerts_node_down_once(
 class Breaking(MemoryStore):
     broken = False
 
-    def save(self, *args: object, **kwargs: object) -> list[bool]:
+    def save(
+        self,
+        jobs: Sequence[Job],
+        runs: Sequence[Run] = (),
+        audit: Sequence[AuditEntry] = (),
+        notes: Sequence[Notification] = (),
+    ) -> list[bool]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().save(*args, **kwargs)  # type: ignore[arg-type]
+        return super().save(jobs, runs, audit, notes)
 
-    def get_many(self, job_ids: object) -> dict[int, object]:  # type: ignore[override]
+    def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().get_many(job_ids)  # type: ignore[arg-type,return-value]
+        return super().get_many(job_ids)
 
 
 def test_a_failing_store_alerts_degraded_then_recovered_once_it_takes_writes(clock: ManualClock) -> None:

@@ -33,7 +33,7 @@ def test_every_change_counts_and_reads_do_not(harness: Harness) -> None:
     source = agent(max_schedules=None, max_mutations_per_minute=6)
     assert harness.protocol.dispatch(create("job"), source)["ok"]
     for action in ("update", "pause", "resume", "run_now", "delete"):
-        request = {"action": action, "name": "job"}
+        request: dict[str, object] = {"action": action, "name": "job"}
         if action == "update":
             request["changes"] = {"args": {"n": 1}}
         assert harness.protocol.dispatch(request, source)["ok"], action

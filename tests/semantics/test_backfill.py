@@ -34,7 +34,7 @@ def _missed_four(harness: Harness) -> None:
     assert harness.job("hourly")["skipped"]["misfire"] == 4
 
 
-def _backfill(harness: Harness, source: Source | None = None, **fields: Any) -> dict[str, Any]:
+def _backfill(harness: Harness, source: Source | None = None, /, **fields: Any) -> dict[str, Any]:
     request = {
         "action": "backfill",
         "name": "hourly",

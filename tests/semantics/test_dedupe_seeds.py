@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from conftest import Harness, at, make_harness
-from cronwright.app import upsert_seeds
 from cronwright.clock import ManualClock
 from cronwright.errors import ConfigError
+from cronwright.service.seeds import upsert_seeds
 from cronwright.store.memory import MemoryStore
 
 REMINDER = {

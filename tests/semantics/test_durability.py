@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.events import EventKind
 from cronwright.node import drive
 from cronwright.store.memory import MemoryStore
 from cronwright.store.sqlite import SqliteStore
@@ -61,10 +62,10 @@ def test_a_failed_save_keeps_the_job_live_in_memory_and_says_degraded(
         assert stored_state(db, "daily") == "active"  # not on disk
         assert harness.ok("resume", name="daily")["persistence"] == "degraded"
         harness.tick()
-        assert harness.events.kinds().count("job_persistence_failed") == 1
+        assert harness.events.kinds().count(EventKind.JOB_PERSISTENCE_FAILED) == 1
         assert "job_persistence_recovered" not in harness.events.kinds()
     harness.tick()  # the next pass saves what waited in memory
-    assert harness.events.kinds().count("job_persistence_recovered") == 1
+    assert harness.events.kinds().count(EventKind.JOB_PERSISTENCE_RECOVERED) == 1
     assert stored_state(db, "daily") == "active"
     assert harness.ok("pause", name="daily")["persistence"] == "persisted"
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
+from cronwright.core.events import EventKind
 from cronwright.core.model import Job
 from cronwright.node import drive
 from cronwright.node.scheduler import DUE_CHUNK
@@ -115,7 +116,7 @@ def test_overlapping_firing_is_skipped_and_counted(harness: Harness) -> None:
     assert shown["skipped"]["overlap"] == 1
     assert shown["next_run_at"] == "2026-03-02T09:03:00+01:00"
     assert len(harness.runner.calls) == 1
-    assert harness.events.kinds().count("job_skipped") == 1
+    assert harness.events.kinds().count(EventKind.JOB_SKIPPED) == 1
 
 
 def test_overlap_is_keyed_by_row_not_by_target_or_name(harness: Harness) -> None:

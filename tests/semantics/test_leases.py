@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from conftest import Harness, ManualClock, ScriptedRunner, at, make_harness
+from conftest import Harness, ScriptedRunner, at, make_harness
+from cronwright.clock import ManualClock
 from cronwright.node import drive
 from cronwright.store.sqlite import SqliteStore
 
@@ -76,7 +77,7 @@ def test_a_long_pass_does_not_starve_the_lease_of_the_runs_in_flight(
     clock: ManualClock, tmp_path: Path
 ) -> None:
     store = HeldDue(SqliteStore(tmp_path / "cronwright.db"))
-    harness = make_harness(store, clock)  # type: ignore[arg-type]
+    harness = make_harness(store, clock)
     gate = in_flight(harness)
     store.holding.set()
     passing = threading.Thread(target=harness.node.run_pass)
@@ -196,7 +197,7 @@ def test_the_node_sleeps_until_the_due_instant_not_that_plus_the_time_its_reads_
     clock: ManualClock, tmp_path: Path
 ) -> None:
     store = SlowNextWake(SqliteStore(tmp_path / "cronwright.db"), clock)
-    harness = make_harness(store, clock)  # type: ignore[arg-type]
+    harness = make_harness(store, clock)
     harness.create("report", {"cron": "0 10 * * *"})
     clock.set(at("2026-03-02T09:59:59+01:00"))
     sleep = drive.seconds_until_next_pass(harness.node)
@@ -210,7 +211,7 @@ def test_a_busy_node_takes_no_beat_before_it_waits_for_a_run_to_end(
     and a reconcile read) came before the pass that follows every run's end: the wait is capped by the
     beat itself, so "the next pass comes within a beat" always held, by the time the reads took."""
     store = SlowNextWake(SqliteStore(tmp_path / "cronwright.db"), clock)
-    harness = make_harness(store, clock)  # type: ignore[arg-type]
+    harness = make_harness(store, clock)
     gate = in_flight(harness)
     beaten = beat_of(harness, harness.node.id)
     clock.advance(timedelta(seconds=1))  # a second into the run: the next beat falls due in the wait

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from conftest import Harness, at
+from cronwright.core.events import EventKind
 from cronwright.core.model import Outcome
 
 
@@ -62,7 +63,7 @@ def test_breaker_pauses_after_consecutive_failed_occurrences_and_resume_resets_i
     assert shown["state"] == "paused"
     assert shown["paused_by"] == "breaker"
     assert shown["consecutive_failures"] == 3
-    assert harness.events.kinds().count("job_breaker_paused") == 1
+    assert harness.events.kinds().count(EventKind.JOB_BREAKER_PAUSED) == 1
     harness.clock.set(at("2026-03-02T13:00:00+01:00"))
     assert harness.tick()["fired"] == 0
     resumed = harness.ok("resume", name="bad")["job"]

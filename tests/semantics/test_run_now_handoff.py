@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import ALLOWED, BERLIN, Harness, ManualClock, ScriptedRunner, at, make_harness
+from conftest import ALLOWED, BERLIN, Harness, ScriptedRunner, at, make_harness
+from cronwright.clock import ManualClock
 from cronwright.core.events import MemorySink
 from cronwright.core.sources import operator
 from cronwright.node import handoff
@@ -34,7 +36,7 @@ class ShortLived:
         )
         self.protocol = Protocol(Service(self.node, ALLOWED, Limits(BERLIN)))
 
-    def call(self, action: str, **fields: object) -> dict[str, object]:
+    def call(self, action: str, **fields: object) -> dict[str, Any]:  # a protocol reply, as Harness.call
         return self.protocol.dispatch({"action": action, **fields}, operator())
 
 
@@ -98,7 +100,7 @@ def test_a_hand_off_no_node_takes_is_taken_back_and_run_by_its_requester(
 ) -> None:
     serving.create("daily", {"cron": "0 10 * * *"})
     cli = ShortLived(serving, tmp_path / "cronwright.db")
-    job_id = int(cli.call("run_now", name="daily")["job"]["id"])  # type: ignore[index, call-overload]
+    job_id = int(cli.call("run_now", name="daily")["job"]["id"])
     job = cli.node.store.get(job_id)
     assert job is not None and job.in_flight is not None
     # The serving node died after its last beat: nobody takes the run, so the requester does.
@@ -138,7 +140,7 @@ def test_a_taken_hand_off_whose_claim_is_released_waits_again_rather_than_vanish
 
     serving.create("daily", {"cron": "0 10 * * *"})
     cli = ShortLived(serving, tmp_path / "cronwright.db")
-    job_id = int(cli.call("run_now", name="daily")["job"]["id"])  # type: ignore[index, call-overload]
+    job_id = int(cli.call("run_now", name="daily")["job"]["id"])
     queued = cli.node.store.get(job_id)
     assert queued is not None
     decision = engine.take(queued, serving.clock.now(), serving.node.rules)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from conftest import Harness, at
 
@@ -50,15 +50,21 @@ def test_every_fires_on_its_grid_after_downtime(harness: Harness) -> None:
     assert shown["skipped"]["misfire"] == 4
 
 
+def next_run_at(harness: Harness, job_id: int) -> datetime | None:
+    stored = harness.node.store.get(job_id)
+    assert stored is not None, job_id
+    return stored.next_run_at
+
+
 def test_an_every_grid_made_mid_second_is_anchored_on_the_whole_second(harness: Harness) -> None:
     harness.clock.set(at("2026-03-02T09:00:00.481700+01:00"))
     job = harness.create("grid", {"every": "10m"})
-    assert harness.node.store.get(job["id"]).next_run_at == at("2026-03-02T09:10:00+01:00")
+    assert next_run_at(harness, job["id"]) == at("2026-03-02T09:10:00+01:00")
     harness.clock.set(at("2026-03-02T09:10:00+01:00"))
     assert harness.tick()["fired"] == 1
     # Due on the whole second, so the envelope's exact scheduled_for reads as one too.
     assert [c.scheduled_for.isoformat() for c in harness.runner.calls] == ["2026-03-02T08:10:00+00:00"]
-    assert harness.node.store.get(job["id"]).next_run_at == at("2026-03-02T09:20:00+01:00")
+    assert next_run_at(harness, job["id"]) == at("2026-03-02T09:20:00+01:00")
 
 
 def test_one_shot_fires_once(harness: Harness) -> None:

@@ -83,7 +83,8 @@ class Live:
 
     def create(self, name: str, target: str, action: str, **job: Any) -> dict[str, Any]:
         spec = {"name": name, "target": target, "action": action, **job}
-        return self.ok("create_job", job=spec)["job"]
+        created: dict[str, Any] = self.ok("create_job", job=spec)["job"]
+        return created
 
     def tick_at(self, instant: str) -> dict[str, Any]:
         self.clock.set(at(instant))

@@ -10,7 +10,7 @@ Real store, real registry and TargetRunner, real worker processes; the clock is 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,9 +29,11 @@ from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 from cronwright.targets import registry as registry_module
+from cronwright.targets import specs as specs_module
 from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import build_registry
 from cronwright.targets.secrets import Secrets
+from cronwright.targets.specs import Fingerprint
 from pump_actions import OK_AND_HANG
 
 from .conftest import PYTHON, config, write_module
@@ -79,8 +81,9 @@ def ticking(tmp_path: Path) -> Iterator[Ticking]:
     runner = TargetRunner(registry, Secrets(environ={}), zone=BERLIN)
     clock = ManualClock(datetime.fromisoformat("2026-03-02T09:00:00+01:00"))
     store = SqliteStore(tmp_path / "cronwright.db")
-    beats = {"lease_beat": LONG_BEAT, "lease_ttl": 4 * LONG_BEAT}
-    settings = NodeSettings(shutdown_grace=timedelta(seconds=5), **beats)
+    settings = NodeSettings(
+        shutdown_grace=timedelta(seconds=5), lease_beat=LONG_BEAT, lease_ttl=4 * LONG_BEAT
+    )
     node = Node(store, runner, clock, FanOut([MemorySink()]), settings)
     service = Service(node, registry, Limits(BERLIN))
     node.boot()
@@ -131,8 +134,13 @@ def test_the_python_runs_of_one_pass_take_one_look_at_their_modules_files(
         ticking.create(f"py-{n}", "acts", "ok")
     ticking.tick_at("2026-03-02T10:00:00+01:00")  # starts the workers
     looks: list[object] = []
-    real = registry_module.fingerprint
-    monkeypatch.setattr(registry_module, "fingerprint", lambda files: looks.append(files) or real(files))
+    real = specs_module.fingerprint  # what the registry module holds as `fingerprint`
+
+    def looked(files: Iterable[str]) -> Fingerprint:
+        looks.append(files)
+        return real(files)
+
+    monkeypatch.setattr(registry_module, "fingerprint", looked)
 
     runs = ticking.tick_at("2026-03-03T10:00:00+01:00")
 

@@ -49,14 +49,14 @@ def titles(root: ET.Element) -> list[str]:
     return [element.text or "" for element in root.iter(f"{SVG}title")]
 
 
-def test_the_spring_forward_of_berlin_is_found_to_the_second():
+def test_the_spring_forward_of_berlin_is_found_to_the_second() -> None:
     (change,) = transitions(["Europe/Berlin"], week("2027-03-25T00:00:00+01:00"))
     assert change.at == utc("2027-03-28T01:00:00Z")
     assert (change.before, change.after) == (timedelta(hours=1), timedelta(hours=2))
     assert change.label == "Europe/Berlin: clocks go forward 1 hour (+01:00 to +02:00)"
 
 
-def test_the_fall_back_and_a_half_hour_zone():
+def test_the_fall_back_and_a_half_hour_zone() -> None:
     found = transitions(["Europe/Berlin", "Australia/Lord_Howe", "UTC"], week("2026-10-01T00:00:00Z"))
     assert [(change.zone, change.at.isoformat()) for change in found] == [
         ("Australia/Lord_Howe", "2026-10-03T15:30:00+00:00"),
@@ -67,7 +67,7 @@ def test_the_fall_back_and_a_half_hour_zone():
     assert back.label == "Europe/Berlin: clocks go back 1 hour (+02:00 to +01:00)"
 
 
-def test_a_window_without_a_change_has_none():
+def test_a_window_without_a_change_has_none() -> None:
     assert transitions(["Europe/Berlin", "Asia/Tokyo"], week("2027-06-01T00:00:00Z")) == ()
 
 
@@ -81,7 +81,7 @@ _ZONES = sorted(zone for zone in available_timezones() if "/" in zone and not zo
         lambda naive: naive.replace(tzinfo=UTC, microsecond=0)
     ),
 )
-def test_each_change_found_is_where_the_offset_changes(name, start):
+def test_each_change_found_is_where_the_offset_changes(name: str, start: datetime) -> None:
     window = Window(start, start + timedelta(days=7))
     zone = ZoneInfo(name)
     found = transitions([name], window)
@@ -103,18 +103,29 @@ def test_each_change_found_is_where_the_offset_changes(name, start):
         assert len(offsets) == 1, (name, low, high, offsets)
 
 
-def _lane(name: str = "nightly", **kw) -> Lane:
-    firings = kw.pop(
-        "firings",
-        (
+def _lane(
+    name: str = "nightly",
+    firings: tuple[Firing, ...] | None = None,
+    excluded_days: tuple[ExcludedDay, ...] = (),
+    href: str | None = None,
+    truncated: bool = False,
+) -> Lane:
+    if firings is None:
+        firings = (
             Firing(utc("2027-03-27T09:02:13+01:00"), utc("2027-03-27T09:00:00+01:00")),
             Firing(utc("2027-03-28T09:00:00+02:00"), utc("2027-03-28T09:00:00+02:00")),
-        ),
+        )
+    return Lane(
+        name=name,
+        zone="Europe/Berlin",
+        firings=firings,
+        excluded_days=excluded_days,
+        href=href,
+        truncated=truncated,
     )
-    return Lane(name=name, zone="Europe/Berlin", firings=firings, **kw)
 
 
-def test_the_drawing_marks_each_firing_with_its_jitter_and_a_title():
+def test_the_drawing_marks_each_firing_with_its_jitter_and_a_title() -> None:
     window = week("2027-03-25T00:00:00+01:00")
     root = parsed(svg([_lane()], window, transitions(["Europe/Berlin"], window), BERLIN))
     said = titles(root)
@@ -128,7 +139,7 @@ def test_the_drawing_marks_each_firing_with_its_jitter_and_a_title():
     assert "DST Europe/Berlin +01:00 → +02:00" in labels
 
 
-def test_the_dst_line_stands_where_the_change_is():
+def test_the_dst_line_stands_where_the_change_is() -> None:
     window = week("2027-03-25T00:00:00+01:00")
     (change,) = transitions(["Europe/Berlin"], window)
     root = parsed(svg([_lane()], window, [change], BERLIN))
@@ -138,7 +149,7 @@ def test_the_dst_line_stands_where_the_change_is():
     assert float(line.get("x1", "0")) == window.x(utc("2027-03-28T01:00:00Z"))
 
 
-def test_excluded_dates_are_shaded_and_excluded_occurrences_crossed():
+def test_excluded_dates_are_shaded_and_excluded_occurrences_crossed() -> None:
     window = week("2026-12-21T00:00:00+01:00")
     christmas = excluded_days(
         window, BERLIN, lambda day: "2026-12-25 is Christmas Day" if day.day == 25 else None
@@ -158,7 +169,7 @@ def test_excluded_dates_are_shaded_and_excluded_occurrences_crossed():
     assert [rect.get("class") for rect in root.iter(f"{SVG}rect")] == ["cw-excluded-day"]
 
 
-def test_a_lane_too_dense_to_mark_is_one_band_with_its_count():
+def test_a_lane_too_dense_to_mark_is_one_band_with_its_count() -> None:
     start = utc("2027-06-01T00:00:00Z")
     many = tuple(
         Firing(start + timedelta(minutes=n), start + timedelta(minutes=n)) for n in range(MAX_MARKS + 1)
@@ -170,7 +181,7 @@ def test_a_lane_too_dense_to_mark_is_one_band_with_its_count():
     assert not list(root.iter(f"{SVG}circle"))
 
 
-def test_the_axis_of_a_day_ticks_every_three_local_hours():
+def test_the_axis_of_a_day_ticks_every_three_local_hours() -> None:
     window = Window(utc("2027-03-28T00:00:00+01:00"), utc("2027-03-29T00:00:00+02:00"))
     root = parsed(svg([], window, [], BERLIN))
     labels = [text.text for text in root.iter(f"{SVG}text")]
@@ -182,7 +193,7 @@ HOSTILE = ["<script>alert(1)</script>", '<img src=x onerror="alert(2)">', "a & b
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_a_hostile_name_is_text_in_the_drawing_and_the_table(name):
+def test_a_hostile_name_is_text_in_the_drawing_and_the_table(name: str) -> None:
     window = week("2027-03-25T00:00:00+01:00")
     lane = _lane(name, href=f"/ui/schedules/{name}")
     drawing = svg([lane], window, [], BERLIN)
@@ -201,7 +212,7 @@ _PRINTABLE = st.characters(blacklist_categories=("Cc", "Cs"))
 
 
 @given(st.text(_PRINTABLE, min_size=1, max_size=40), st.text(max_size=60))
-def test_any_name_and_reason_round_trip_through_the_markup(name, reason):
+def test_any_name_and_reason_round_trip_through_the_markup(name: str, reason: str) -> None:
     window = week("2027-03-25T00:00:00+01:00")
     day = ExcludedDay(utc("2027-03-26T00:00:00+01:00"), utc("2027-03-27T00:00:00+01:00"), reason)
     lane = _lane(name, excluded_days=(day,))
@@ -210,12 +221,12 @@ def test_any_name_and_reason_round_trip_through_the_markup(name, reason):
     ET.fromstring(f"<div>{table([lane], window, [])}</div>")
 
 
-def test_the_table_lists_firings_exclusions_and_dst_in_words():
+def test_the_table_lists_firings_exclusions_and_dst_in_words() -> None:
     window = week("2027-03-25T00:00:00+01:00")
     changes = transitions(["Europe/Berlin"], window)
     listed = table([_lane()], window, changes)
     root = ET.fromstring(f"<div>{listed}</div>")
-    assert [li.text + "".join(li.itertext())[len(li.text or "") :] for li in root.iter("li")] == [
+    assert [(li.text or "") + "".join(li.itertext())[len(li.text or "") :] for li in root.iter("li")] == [
         "DST change: Europe/Berlin: clocks go forward 1 hour (+01:00 to +02:00) at 2027-03-28T03:00:00+02:00"
     ]
     rows = [[cell_text(cell) for cell in row] for row in root.iter("tr")][1:]
@@ -229,14 +240,14 @@ def cell_text(cell: ET.Element) -> str:
     return "".join(cell.itertext())
 
 
-def test_a_window_is_two_aware_instants_in_order():
+def test_a_window_is_two_aware_instants_in_order() -> None:
     with pytest.raises(ValueError):
         Window(datetime(2027, 1, 2), datetime(2027, 1, 3))
     with pytest.raises(ValueError):
         Window(utc("2027-01-02T00:00:00Z"), utc("2027-01-01T00:00:00Z"))
 
 
-def test_transition_labels_for_odd_amounts():
+def test_transition_labels_for_odd_amounts() -> None:
     odd = Transition("X/Y", utc("2027-01-01T00:00:00Z"), timedelta(hours=1), timedelta(hours=2, minutes=30))
     assert odd.label == "X/Y: clocks go forward 1 h 30 min (+01:00 to +02:30)"
     west = Transition("X/Y", utc("2027-01-01T00:00:00Z"), timedelta(hours=-4), timedelta(hours=-5))

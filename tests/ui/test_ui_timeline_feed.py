@@ -7,9 +7,11 @@ The clock starts on Wednesday 2027-03-24 at 12:00 in Berlin; the week ahead hold
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -18,8 +20,8 @@ from cronwright.clock import ManualClock
 from cronwright.core import engine
 from cronwright.core.calendars import Calendar, Calendars
 from cronwright.core.sources import Source, operator
-from cronwright.fronts.ui.timeline import Window
-from cronwright.fronts.ui.timeline_feed import lanes
+from cronwright.fronts.ui.timeline import Lane, Window
+from cronwright.fronts.ui.timeline_feed import Ask, lanes
 from cronwright.store.sqlite import SqliteStore
 
 NOW = "2027-03-24T12:00:00+01:00"
@@ -27,27 +29,27 @@ DAYS = Calendars({"days": Calendar("days", frozenset({date(2027, 3, 27)}))})
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Harness:
+def node(tmp_path: Path) -> Iterator[Harness]:
     made = make_harness(SqliteStore(tmp_path / "db"), ManualClock(at(NOW)), calendars=DAYS)
     yield made
     made.runner.close()
 
 
-def asker(node: Harness, source: Source) -> Any:
+def asker(node: Harness, source: Source) -> Ask:
     async def ask(action: str, **fields: Any) -> dict[str, Any]:
         return node.protocol.dispatch({"action": action, **fields}, source)
 
     return ask
 
 
-def feed(node: Harness, source: Source, days: int = 7) -> list[Any]:
+def feed(node: Harness, source: Source, days: int = 7) -> list[Lane]:
     start = at(NOW)
     window = Window(start, start + timedelta(days=days))
     rows = node.protocol.dispatch({"action": "list"}, source)["jobs"]
     return asyncio.run(lanes(asker(node, source), rows, window, node.node.settings.zone))
 
 
-def test_a_week_of_a_jittered_daily_schedule_matches_the_engine(node: Harness):
+def test_a_week_of_a_jittered_daily_schedule_matches_the_engine(node: Harness) -> None:
     node.create("berlin", {"cron": "0 9 * * *", "tz": "Europe/Berlin", "jitter": "10m", "exclude": ["days"]})
     (lane,) = feed(node, operator())
     job = node.service.store.find("berlin")
@@ -74,13 +76,11 @@ def test_a_week_of_a_jittered_daily_schedule_matches_the_engine(node: Harness):
     assert day.reason == "2027-03-27 is listed in calendar 'days'"
 
 
-def lane_zone(lane: Any) -> Any:
-    from zoneinfo import ZoneInfo
-
+def lane_zone(lane: Lane) -> ZoneInfo:
     return ZoneInfo(lane.zone)
 
 
-def test_an_every_schedule_walks_its_grid_and_stops_at_its_end(node: Harness):
+def test_an_every_schedule_walks_its_grid_and_stops_at_its_end(node: Harness) -> None:
     node.create("often", {"every": "6h"}, lifetime="2d")
     (lane,) = feed(node, operator())
     job = node.service.store.find("often")
@@ -90,7 +90,7 @@ def test_an_every_schedule_walks_its_grid_and_stops_at_its_end(node: Harness):
     assert lane.zone == "Europe/Berlin"  # the node zone, in which an every schedule's dates are read
 
 
-def test_a_source_gets_lanes_of_its_own_schedules_only(node: Harness):
+def test_a_source_gets_lanes_of_its_own_schedules_only(node: Harness) -> None:
     mine = Source("alice", targets=("reports.*",))
     theirs = Source("bob", targets=("reports.*",))
     for source, name in ((mine, "a-job"), (theirs, "b-job")):
@@ -105,19 +105,19 @@ def test_a_source_gets_lanes_of_its_own_schedules_only(node: Harness):
     bob_rows = node.protocol.dispatch({"action": "list"}, theirs)["jobs"]
     start = at(NOW)
     got = asyncio.run(
-        lanes(asker(node, mine), bob_rows, Window(start, start + timedelta(days=1)), start.tzinfo)
-    )  # type: ignore[arg-type]
+        lanes(asker(node, mine), bob_rows, Window(start, start + timedelta(days=1)), node.node.settings.zone)
+    )
     assert got == []
 
 
-def test_paused_and_far_schedules_have_no_lane(node: Harness):
+def test_paused_and_far_schedules_have_no_lane(node: Harness) -> None:
     node.create("paused", {"cron": "0 9 * * *"})
     node.ok("pause", name="paused")
     node.create("yearly", {"cron": "0 0 1 1 *"})
     assert feed(node, operator(), days=1) == []
 
 
-def test_a_dense_schedule_is_cut_at_the_cap_and_says_so(node: Harness):
+def test_a_dense_schedule_is_cut_at_the_cap_and_says_so(node: Harness) -> None:
     node.create("minutely", {"cron": "* * * * *"})
     (lane,) = feed(node, operator(), days=1)
     assert lane.truncated and len(lane.firings) == 400
