@@ -2,11 +2,22 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Stamp: the test and lint tools are installed too (`make run` needs none of them).
+TOOLS := $(VENV)/.tools
 
 .PHONY: run test lint
 
+# What running needs, and nothing else.
 $(BIN)/cronwright: pyproject.toml
+	@echo "Installing cronwright and what it needs to run into $(VENV)/ ..."
 	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -e '.[postgres]'
+	touch $@
+	@echo "Installed: $(BIN)/cronwright (add $(abspath $(BIN)) to PATH to type just 'cronwright')."
+
+# What the tests and the gates need besides.
+$(TOOLS): pyproject.toml $(BIN)/cronwright
+	@echo "Installing the test and lint tools into $(VENV)/ ..."
 	$(BIN)/pip install -q -e '.[test,postgres]'
 	touch $@
 
@@ -16,10 +27,10 @@ run: $(BIN)/cronwright
 	$(BIN)/cronwright serve
 
 # Install the test dependencies and run the whole suite with warnings as errors.
-test: $(BIN)/cronwright
+test: $(TOOLS)
 	$(BIN)/pytest -W error
 
-lint: $(BIN)/cronwright
+lint: $(TOOLS)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy --strict src tests
