@@ -1,4 +1,4 @@
-"""The CLI's options for request fields are made from the declaration (fronts/cli_options.py), so they
+"""The CLI's options for request fields are made from the declaration (fronts/cli/options.py), so they
 say and check what the protocol does: the same help, the same choices, the same ranges (issue 13)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from cronwright.declare.requests import MODELS
 from cronwright.fronts.cli import cli
-from cronwright.fronts.cli_options import DeclaredOption, field_schema
+from cronwright.fronts.cli.options import DeclaredOption, field_schema
 
 from .blackbox import Cronwright
 

@@ -1,4 +1,4 @@
-"""A verb that went well ends without the interpreter's teardown (`cli._end_at_once`): its whole output
+"""A verb that went well ends without the interpreter's teardown (`cli.group._end_at_once`): its whole output
 must still reach the pipes that read it, and the process end 0. Read from the real process."""
 
 from __future__ import annotations

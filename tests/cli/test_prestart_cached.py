@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwright.fronts.cli import Runtime
+from cronwright.fronts.cli.runtime import Runtime
 from cronwright.targets.cache import SpecCache, cache_dir
 
 from .blackbox import children, wait_for

@@ -115,7 +115,7 @@ def _within(name: str, package: str) -> bool:
 
 def test_only_serve_counts_events_for_metrics(cw: Cronwright) -> None:
     # serve's /metrics reads the counters its app keeps; every other verb's process has none to keep.
-    from cronwright.fronts.cli import Runtime
+    from cronwright.fronts.cli.runtime import Runtime
 
     serving, ticking = Runtime(str(cw.config)), Runtime(str(cw.config))
     try:

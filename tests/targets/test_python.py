@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cronwright.core.model import Outcome, Result
-from cronwright.fronts.cli import Runtime
+from cronwright.fronts.cli.runtime import Runtime
 from cronwright.targets.attempt import OUTPUT_LIMIT
 from cronwright.targets.executor import TargetRunner
 from cronwright.targets.registry import Registry
