@@ -22,7 +22,7 @@ LONG_MODULES = {
     "declare/requests.py",
     "targets/worker.py",
     "service/operations.py",
-    "core/engine.py",
+    "core/engine/tending.py",
     "node/scheduler.py",
     "fronts/cli.py",
 }
@@ -112,9 +112,10 @@ def test_modules_stay_small_enough_to_read() -> None:
 
 
 def test_the_pure_core_imports_no_io_framework() -> None:
-    # core/ is pure: no pydantic, HTTP, database, files or threads (DESIGN.md); checked on its own modules.
+    # core/ is pure: no pydantic, HTTP, database, files or threads (DESIGN.md); checked on its own modules,
+    # those of core/engine/ included.
     banned = {"pydantic", "httpx", "psycopg", "sqlite3", "threading", "starlette", "prometheus_client"}
-    for path in (PACKAGE / "core").glob("*.py"):
+    for path in (PACKAGE / "core").rglob("*.py"):
         text = path.read_text()
         imported = {
             line.split()[1].split(".")[0]
