@@ -22,7 +22,6 @@ LONG_MODULES = {
     "declare/requests.py",
     "targets/worker.py",
     "service/operations.py",
-    "core/engine/tending.py",
     "node/scheduler.py",
     "fronts/cli.py",
 }
