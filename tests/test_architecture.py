@@ -22,7 +22,6 @@ LONG_MODULES = {
     "declare/requests.py",
     "targets/worker.py",
     "service/operations.py",
-    "core/engine.py",
 }
 MAX_LINES = 600
 # A circle of imports still closed by a type alone: backfilling takes the whole Service.
@@ -110,9 +109,10 @@ def test_modules_stay_small_enough_to_read() -> None:
 
 
 def test_the_pure_core_imports_no_io_framework() -> None:
-    # core/ is pure: no pydantic, HTTP, database, files or threads (DESIGN.md); checked on its own modules.
+    # core/ is pure: no pydantic, HTTP, database, files or threads (DESIGN.md); checked on its own modules,
+    # those of core/engine/ included.
     banned = {"pydantic", "httpx", "psycopg", "sqlite3", "threading", "starlette", "prometheus_client"}
-    for path in (PACKAGE / "core").glob("*.py"):
+    for path in (PACKAGE / "core").rglob("*.py"):
         text = path.read_text()
         imported = {
             line.split()[1].split(".")[0]

@@ -1,4 +1,4 @@
-"""What happened to a job: the event types the pure core emits (engine.py), and the seam they leave by.
+"""What happened to a job: the event types the pure core emits (engine/), and the seam they leave by.
 
 The sinks that tell them to structured logs and Prometheus belong to the shell (telemetry/sinks.py), so
 that importing the engine never imports prometheus_client.
