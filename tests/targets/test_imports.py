@@ -46,8 +46,8 @@ def test_a_worker_imports_nothing_of_the_scheduler() -> None:
     # The worker module runs python targets (a cold worker's __main__, a forked one's main): it and what it
     # imports stay standard library only.
     # The fork server's module is the server's __main__, and the worker's pool imports its node side; the
-    # pool's reply thread (replies) is standard library only too.
-    worker_side = {"attempt", "decorator", "specs", "forkserver", "replies"}
+    # pool's reply thread (worker_replies) is standard library only too.
+    worker_side = {"attempt", "decorator", "specs", "forkserver", "worker_replies"}
     assert imports_of(PACKAGE / "worker.py") <= worker_side
-    for module in ("attempt", "specs", "decorator", "forkserver", "replies"):
+    for module in ("attempt", "specs", "decorator", "forkserver", "worker_replies"):
         assert imports_of(PACKAGE / f"{module}.py") <= worker_side, module
