@@ -20,7 +20,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cronwright"
 LONG_MODULES = {
     "store/postgres.py",
     "declare/requests.py",
-    "targets/worker.py",
     "service/operations.py",
     "core/engine.py",
     "node/scheduler.py",

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from cronwright.fronts.ui.links import Links
     from cronwright.node.scheduler import Node
     from cronwright.store.memory import MemoryStore
+    from cronwright.targets.pool import Pool
     from cronwright.targets.registry import Registry
     from cronwright.targets.specs import WorkerSpec
-    from cronwright.targets.worker import Pool
 
 Reply = dict[str, Any]
 _log = logging.getLogger("cronwright.cli")
@@ -86,9 +86,9 @@ class Runtime:
         if self._app is None:
             from cronwright.targets.cache import SpecCache, cache_dir
             from cronwright.targets.executor import TargetRunner
+            from cronwright.targets.pool import Pool
             from cronwright.targets.registry import build_registry, worker_specs
             from cronwright.targets.secrets import Secrets
-            from cronwright.targets.worker import Pool
 
             config = self.config
             if config.path is None and not self.store_unused:
@@ -132,7 +132,7 @@ class Runtime:
         Nothing here fails: a missing or stale entry starts nothing, or a server no run uses."""
         from cronwright.config.path import locate
         from cronwright.targets.cache import SpecCache, cache_dir
-        from cronwright.targets.worker import Pool
+        from cronwright.targets.pool import Pool
 
         path = locate(self.config_path)
         if path is None or self._pool is not None:
