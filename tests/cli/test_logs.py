@@ -122,7 +122,10 @@ def test_an_event_is_one_json_object_and_the_same_line_reads_well_on_a_terminal(
 
 
 def test_the_pure_engine_imports_no_prometheus_client() -> None:
-    probe = "import sys, cronwright.engine, cronwright.events; print('prometheus_client' in sys.modules)"
+    probe = (
+        "import sys, cronwright.core.engine, cronwright.core.events; "
+        "print('prometheus_client' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "False"), done
 
