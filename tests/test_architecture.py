@@ -19,8 +19,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "cronwright"
 # Modules over MAX_LINES, each to be split by what it holds (issue 33); store/postgres.py is one backend.
 LONG_MODULES = {
     "store/postgres.py",
-    "declare/requests.py",
-    "targets/worker.py",
     "service/operations.py",
 }
 MAX_LINES = 600

@@ -15,9 +15,9 @@ import pytest
 from cronwright.config.settings import Config, parse
 from cronwright.core.model import EverySchedule, Job, Occurrence
 from cronwright.targets.executor import TargetRunner
+from cronwright.targets.pool import Pool
 from cronwright.targets.registry import Registry, build_registry
 from cronwright.targets.secrets import Secrets
-from cronwright.targets.worker import Pool
 
 PYTHON = sys.executable
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)

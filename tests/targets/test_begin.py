@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from cronwright.core.model import Outcome, Result
+from cronwright.targets import pool as pool_module
 from cronwright.targets import registry as registry_module
-from cronwright.targets import worker as worker_module
 from cronwright.targets.executor import TargetRunner
+from cronwright.targets.pool import Pool
 from cronwright.targets.registry import Registry
-from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module
 from .test_python import ACTIONS, HOLD, run, wait_for
@@ -95,7 +95,7 @@ def test_a_begun_action_looks_at_its_module_files_once(
     warm(runner)
     taken = {"registry": 0, "worker": 0}
     for where in taken:
-        module = registry_module if where == "registry" else worker_module
+        module = registry_module if where == "registry" else pool_module
         real = module.fingerprint
 
         def counted(files: Any, where: str = where, real: Any = real) -> Any:

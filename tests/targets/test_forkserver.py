@@ -20,7 +20,7 @@ import pytest
 from cli.blackbox import alive
 from cronwright.core.model import Outcome, Result
 from cronwright.targets.executor import TargetRunner
-from cronwright.targets.worker import Pool
+from cronwright.targets.pool import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module
 
@@ -181,7 +181,7 @@ NODE_THAT_DIES = """
     from datetime import UTC, datetime
     from cronwright.targets.attempt import Call
     from cronwright.targets.specs import WorkerSpec
-    from cronwright.targets.worker import Pool
+    from cronwright.targets.pool import Pool
 
     envelope = {"schedule": "s", "job_id": 1, "target": "fam", "action": "family", "args": {},
                 "cron": {"fire_id": "1", "attempt": 1, "scheduled_for": "2026-03-02T08:00:00+00:00",

@@ -16,9 +16,9 @@ from cronwright.core.model import Outcome, Result
 from cronwright.fronts.cli.runtime import Runtime
 from cronwright.targets.attempt import OUTPUT_LIMIT
 from cronwright.targets.executor import TargetRunner
+from cronwright.targets.pool import Pool
 from cronwright.targets.registry import Registry
 from cronwright.targets.secrets import Secrets
-from cronwright.targets.worker import Pool
 
 from .conftest import MakeRunner, job, occurrence, write_module
 

@@ -30,18 +30,16 @@ from pydantic.fields import FieldInfo
 
 from cronwright.core.sources import Source
 from cronwright.declare import replies
+from cronwright.declare.jobs import Changes, JobSpec, Model
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
     Approve,
     Audit,
     Backfill,
-    Changes,
     CreateJob,
     Get,
     History,
-    JobSpec,
     ListJobs,
-    Model,
     Notifications,
     Pause,
     Preview,

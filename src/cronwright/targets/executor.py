@@ -26,10 +26,10 @@ from cronwright.errors import Refusal
 from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, Stop, render_output
 from cronwright.targets.command import CommandExecutor
 from cronwright.targets.http import HttpExecutor
+from cronwright.targets.pool import Pool
 from cronwright.targets.registry import Registry
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets
 from cronwright.targets.specs import ActionSpec, TargetSpec
-from cronwright.targets.worker import Pool
 from cronwright.targets.worker_replies import Pump
 from cronwright.timing.iso import render, render_exact
 

@@ -4,7 +4,7 @@ Why: a worker started cold pays for an interpreter and the worker module's impor
 and a `tick` that finds work due starts `max_concurrency` of them at once, on a machine that may have two
 cores. A worker forked from a server that has already paid for them starts in about a millisecond.
 
-Why this is not the fork of the node that worker.py rules out: the server is a fresh, single-threaded
+Why this is not the fork of the node that pool.py rules out: the server is a fresh, single-threaded
 `python -P -m cronwright.targets.forkserver`, started as a worker is (the spec's interpreter, environment
 and folder, a session of its own). It has executed the worker module's top level, and so imported what a
 worker imports (the standard library, the decorator), and never target code; it holds no store
@@ -304,7 +304,7 @@ def _close(fds: list[int]) -> None:
 
 def main() -> int:
     control = socket.socket(fileno=int(sys.argv[1]))
-    # What every worker imports, once, here: the worker module, by name (it imports this module's node side).
+    # What every worker imports, once, here: the worker module, by name (the standard library, the decorator).
     importlib.import_module(_WORKER_MODULE)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 2)  # the node reads what it printed while starting, and no more

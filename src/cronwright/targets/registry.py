@@ -34,8 +34,8 @@ from cronwright.targets.cache import CacheFile
 from cronwright.targets.cache import cache_dir as default_cache_dir
 from cronwright.targets.command import placeholders
 from cronwright.targets.plainschema import is_plain_schema
+from cronwright.targets.pool import DescribeFailed, describe
 from cronwright.targets.specs import ActionSpec, Fingerprint, TargetSpec, WorkerSpec, fingerprint
-from cronwright.targets.worker import DescribeFailed, describe
 from cronwright.timing.durations import parse_duration
 
 log = logging.getLogger("cronwright.targets")

@@ -1,8 +1,8 @@
 """What the registry knows of each allowed target and action, and how to start a python target's worker:
 plain values, shared by the registry, the runner and the executors (so that none imports another for them).
 
-Standard library only at its top level: python workers import it (through the worker module), and they must
-not import the scheduler's time math.
+Standard library only at its top level: a python target's fork server imports it (forkserver.py), and it
+must not import the scheduler's time math.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from cronwright.app import App
     from cronwright.config.settings import Config
     from cronwright.node.scheduler import Node
+    from cronwright.targets.pool import Pool
     from cronwright.targets.specs import WorkerSpec
-    from cronwright.targets.worker import Pool
 
 _log = logging.getLogger("cronwright.cli")
 
@@ -62,9 +62,9 @@ class Runtime:
         if self._app is None:
             from cronwright.targets.cache import SpecCache, cache_dir
             from cronwright.targets.executor import TargetRunner
+            from cronwright.targets.pool import Pool
             from cronwright.targets.registry import build_registry, worker_specs
             from cronwright.targets.secrets import Secrets
-            from cronwright.targets.worker import Pool
 
             config = self.config
             if config.path is None and not self.store_unused:
@@ -108,7 +108,7 @@ class Runtime:
         Nothing here fails: a missing or stale entry starts nothing, or a server no run uses."""
         from cronwright.config.path import locate
         from cronwright.targets.cache import SpecCache, cache_dir
-        from cronwright.targets.worker import Pool
+        from cronwright.targets.pool import Pool
 
         path = locate(self.config_path)
         if path is None or self._pool is not None:
