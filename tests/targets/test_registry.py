@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from cronwright.errors import ArgsInvalid, ConfigError, TargetNotAllowed
+from cronwright.targets import pool
 from cronwright.targets import registry as registry_module
 from cronwright.targets import specs as specs_module
-from cronwright.targets import worker
 from cronwright.targets.registry import build_registry, worker_specs
 
 from .conftest import config, write_module
@@ -245,7 +245,7 @@ def test_a_second_boot_reads_python_actions_from_the_cache(
 ) -> None:
     first = build_registry(config(targets), cache_dir=tmp_path / "cache", base_dir=tmp_path)
     described: list[str] = []
-    real = worker.describe  # what the registry module holds as `describe`
+    real = pool.describe  # what the registry module holds as `describe`
 
     def counting(spec: Any, timeout: float) -> dict[str, Any]:
         described.append(spec.module)

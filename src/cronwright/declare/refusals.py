@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from cronwright.declare.jobs import (
+from cronwright.declare.job_fields import (
     IMMUTABLE,
     SCHEDULE_KINDS,
     SCHEDULE_TAGS,

@@ -6,7 +6,7 @@ ceiling, a quota) is the service's to check. The protocol validates each request
 the service sees it; `/openapi.json`, the MCP tools' schemas and the Python client are made from them.
 
 This module holds the per-action models, the `MODELS` table and `example`; what they are built of (the
-strict base `Model`, the schedules, `JobSpec` and `Changes`) is `declare.jobs`.
+strict base `Model`, the schedules, `JobSpec` and `Changes`) is `declare.job_fields`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from cronwright.declare.jobs import Changes, CronTexts, Exclude, Id, Instant, JobSpec, Model, Text, Zone
+from cronwright.declare.job_fields import Changes, CronTexts, Exclude, Id, Instant, JobSpec, Model, Text, Zone
 from cronwright.declare.types import Flag, choice, text, whole
 
 STATES = ("pending", "active", "paused", "running", "expired", "done", "failed")

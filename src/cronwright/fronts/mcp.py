@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 
 from cronwright.core.sources import Source
 from cronwright.declare import replies
-from cronwright.declare.jobs import Changes, JobSpec, Model
+from cronwright.declare.job_fields import Changes, JobSpec, Model
 from cronwright.declare.refusals import refusal
 from cronwright.declare.requests import (
     Approve,
