@@ -28,6 +28,7 @@ from cronwright.errors import (
     StoreError,
     UnknownAction,
 )
+from cronwright.service import backfilling, lifecycle, reads
 from cronwright.service.mutation_rate import MUTATIONS, MutationLimiter
 from cronwright.service.operations import Service
 
@@ -43,22 +44,22 @@ Handler = Callable[[Service, Mapping[str, Any], Source], dict[str, Any]]
 ACTIONS: dict[str, Handler] = {
     "create_job": Service.create_job,
     "update": Service.update,
-    "get": Service.get,
-    "list": Service.list,
-    "pause": Service.pause,
-    "resume": Service.resume,
-    "run_now": Service.run_now,
-    "delete": Service.delete,
-    "history": Service.history,
-    "audit": Service.audit,
-    "backfill": Service.backfill,
-    "approve": Service.approve,
-    "reject": Service.reject,
-    "tick": Service.tick,
-    "status": Service.status,
-    "preview": Service.preview,
-    "targets": Service.targets,
-    "notifications": Service.notifications,
+    "get": reads.get,
+    "list": reads.list_jobs,
+    "pause": lifecycle.pause,
+    "resume": lifecycle.resume,
+    "run_now": lifecycle.run_now,
+    "delete": lifecycle.delete,
+    "history": reads.history,
+    "audit": reads.audit,
+    "backfill": backfilling.backfill,
+    "approve": lifecycle.approve,
+    "reject": lifecycle.reject,
+    "tick": lifecycle.tick,
+    "status": reads.status,
+    "preview": reads.preview,
+    "targets": reads.targets,
+    "notifications": reads.notifications,
 }
 
 

@@ -10,9 +10,9 @@ fire_id.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cronwright.core import engine, timetable
 from cronwright.core.model import AtSchedule, CronSchedule, EverySchedule, Job, Run, State
@@ -20,15 +20,11 @@ from cronwright.core.sources import Source
 from cronwright.core.timetable import fires_at
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
 from cronwright.service import fields
+from cronwright.service.operations import Service
 from cronwright.store.base import Write
 from cronwright.timing.backfill import MAX_BACKFILL, Plan, check_range, cover, covered, grid_from, plan
 from cronwright.timing.iso import as_utc, parse_instant, render
 from cronwright.timing.zones import zone
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from cronwright.service.operations import Service
 
 CAS_TRIES = 8
 _MICRO = timedelta(microseconds=1)

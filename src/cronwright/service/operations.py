@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from cronwright.core import engine, timetable
-from cronwright.core.audit import AuditEntry, changes, entry_row
+from cronwright.core.audit import AuditEntry, changes
 from cronwright.core.model import (
     AtSchedule,
     CronSchedule,
@@ -23,18 +23,15 @@ from cronwright.core.model import (
     Job,
     Misfire,
     Overlap,
-    PausedBy,
     Persistence,
-    Run,
     Schedule,
     State,
 )
 from cronwright.core.notifications import Notification
-from cronwright.core.sources import OPERATOR, Source
+from cronwright.core.sources import Source
 from cronwright.errors import (
     ImmutableField,
     Invalid,
-    JobNotPending,
     JobRunning,
     LifetimeTooLong,
     NameTaken,
@@ -42,22 +39,18 @@ from cronwright.errors import (
     PeriodTooShort,
     QuotaExceeded,
     RunAtPassed,
-    StoreCorrupt,
     TargetNotAllowed,
 )
-from cronwright.node import drive, handoff
 from cronwright.node.scheduler import Node
-from cronwright.notify.rows import delivery_row
-from cronwright.service import backfilling, dryrun, fields
-from cronwright.service.job_rows import firing_row, job_row, run_row
-from cronwright.store.base import Troubled, Write
+from cronwright.service import dryrun, fields
+from cronwright.service.job_rows import job_row
+from cronwright.store.base import Write
 from cronwright.targets.allowlist import Allowlist
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
 from cronwright.timing.iso import parse_instant, render
 from cronwright.timing.jitter import parse_jitter
 from cronwright.timing.lifetime import resolve_end
-from cronwright.timing.preview import preview
 from cronwright.timing.zones import zone
 
 JOB_FIELDS = {
@@ -144,164 +137,6 @@ class Service:
         if job is None or not source.sees(job.created_by):
             raise NotFound(f"no job with {label}; `list` shows the jobs there are")
         return job
-
-    def get(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        job = self.job(request, source)
-        return {
-            "job": self.row(job),
-            "runs": [run_row(r, self.zone) for r in self.store.runs(job.id, 10)],
-            "next_firings": [
-                firing_row(planned, self.zone) for planned in engine.ahead(job, NEXT_FIRINGS, self.node.rules)
-            ],
-        }
-
-    def list(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        state_name = fields.text(request, "state", required=False)
-        try:
-            state = State(state_name) if state_name else None
-        except ValueError:
-            raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
-        target = fields.text(request, "target", required=False)
-        # Paged on request: `limit` rows after the name `after_name`, and where more follow, the name to
-        # ask after next. Without a limit, every row (the contract's reply).
-        limit = None if request.get("limit") is None else fields.integer(request, "limit", 1, LIST_PAGE_MAX)
-        after_name = fields.text(request, "after_name", required=False)
-        made_by = fields.text(request, "source", required=False)
-        if made_by is not None and not source.sees(made_by):
-            return {"jobs": []}  # another source's: none this one may see
-        jobs = self.store.jobs(
-            state,
-            target,
-            _own(source) or made_by,
-            after_name=after_name,
-            limit=None if limit is None else limit + 1,
-        )
-        reply: dict[str, Any] = {"jobs": [self.row(job) for job in jobs[:limit]]}
-        if limit is not None and len(jobs) > limit:
-            reply["next_after_name"] = jobs[limit - 1].name
-        unreadable = _unreadable(self.store.unreadable, source)
-        if unreadable:
-            reply["unreadable"] = unreadable
-        return reply
-
-    def history(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """A page of runs, newest first: `limit` of them older than the run `before`, and where more
-        follow, `next_before` (the id to ask before next)."""
-        limit = fields.integer(request, "limit", 1, 1000, default=20)
-        before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
-        wanted = limit + 1  # one more than the page shows whether another page follows
-        if request.get("job_id") is not None or request.get("name") is not None:
-            runs = self.store.runs(self.job(request, source).id, wanted, before)
-        elif source.operator:
-            runs = self.store.runs(None, wanted, before)
-        else:
-            # A source's own jobs only: each one's newest runs, merged in the history's order.
-            mine = self.store.jobs(created_by=source.name)
-            runs = [run for job in mine for run in self.store.runs(job.id, wanted, before)]
-            runs = sorted(runs, key=_newest_first, reverse=True)[:wanted]
-        reply: dict[str, Any] = {"runs": [run_row(run, self.zone) for run in runs[:limit]]}
-        last = runs[limit - 1].id if len(runs) > limit else None
-        if last is not None:  # (a run not yet written, kept in memory while the store fails, has none)
-            reply["next_before"] = last
-        return reply
-
-    def audit(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """A page of audit entries, newest first. A source reads the entries it made and those about its
-        own schedules; the operator reads all. A `name` follows the live job of that name through its
-        renames; a name no live job has is matched as the entries wrote it (a deleted job's)."""
-        limit = fields.integer(request, "limit", 1, 1000, default=20)
-        before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
-        wanted_source = fields.text(request, "source", required=False)
-        job_id = None if request.get("job_id") is None else fields.integer(request, "job_id", 1, 2**62)
-        name = fields.text(request, "name", required=False)
-        if name is not None and job_id is None:
-            live = self.store.find(name)
-            if live is not None and source.sees(live.created_by):
-                job_id, name = live.id, None
-        entries = self.store.audit(
-            reader=_own(source),
-            source=wanted_source,
-            job_id=job_id,
-            name=name,
-            before=before,
-            limit=limit + 1,
-        )
-        reply: dict[str, Any] = {"entries": [entry_row(entry, self.zone) for entry in entries[:limit]]}
-        if len(entries) > limit:
-            reply["next_before"] = entries[limit - 1].id
-        return reply
-
-    def status(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        now = self.node.clock.now()
-        counts = self.store.counts() if source.operator else self._own_counts(source)
-        return {
-            "node": {
-                "id": self.node.id,
-                "now": render(now, self.zone),
-                "zone": self.zone.key,
-                "store": self.store.description,
-                "persistence": self.store.persistence.value,
-                # Whether the store can be reached, and what troubles it (PostgreSQL), or "ok".
-                "store_state": inner.state if isinstance(inner := self.store.inner, Troubled) else "ok",
-                "peers": [
-                    {"node": beat.node, "last_beat": render(beat.beat_at, self.zone)}
-                    for beat in self.store.beats()
-                ],
-                "unreadable": _unreadable(self.store.unreadable, source),
-            },
-            "counts": counts,
-            # Jobs with an occurrence in flight (its retries included), whichever process runs them.
-            "running": counts[State.RUNNING.value],
-        }
-
-    def _own_counts(self, source: Source) -> dict[str, int]:
-        counts = {state.value: 0 for state in State}
-        for job in self.store.jobs(created_by=source.name):
-            counts[job.state.value] += 1
-        return counts
-
-    def preview(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        tz = fields.text(request, "tz", limit=64, required=False)
-        after_text = fields.text(request, "after", limit=64, required=False)
-        # An `after` without an offset is wall time in the zone the expression is read in (and the
-        # firings are shown in): one reading, whichever front asks.
-        reading = zone(tz, "tz") if tz else self.zone
-        after = parse_instant(after_text, reading, "after") if after_text else self.node.clock.now()
-        count = fields.integer(request, "count", 1, 1000, default=5)
-        names = request.get("exclude")
-        if not names:
-            return preview(request.get("expression"), tz, after, count, self.zone)
-        excluded = self._calendar_names(names, "exclude")
-        calendars = self.node.rules.calendars
-        return preview(
-            request.get("expression"),
-            tz,
-            after,
-            count,
-            self.zone,
-            lambda instant, read_in: calendars.exclusion(excluded, instant, read_in),
-        )
-
-    def notifications(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """A page of the outbox, newest first: `limit` notifications older than `before`, and where more
-        follow, `next_before`. A source sees only those about its own schedules."""
-        limit = fields.integer(request, "limit", 1, 1000, default=20)
-        before = fields.text(request, "before", limit=100, required=False)
-        rows = self.store.page(limit + 1, before, _own(source))
-        reply: dict[str, Any] = {"deliveries": [delivery_row(row, self.zone) for row in rows[:limit]]}
-        if len(rows) > limit:
-            reply["next_before"] = rows[limit - 1].id
-        return reply
-
-    def targets(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        described = self.allowlist.describe()
-        if not source.operator:
-            described = [
-                {**t, "actions": [a for a in t["actions"] if source.allows(t["target"], a["action"])]}
-                for t in described
-            ]
-            described = [t for t in described if t["actions"]]
-        return {"targets": described}
 
     # --- validation shared by create and update ------------------------------------------------
 
@@ -611,10 +446,6 @@ class Service:
             self._check_quota(source)
             yield
 
-    def backfill(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """Queues the occurrences of a range that never started (semantic 35; backfilling.py)."""
-        return backfilling.backfill(self, request, source)
-
     def _dry(self, job: Job, source: Source, adds: int, armed: Job | None = None) -> dict[str, Any]:
         """A dry run's reply: what the request would leave, written nowhere (DESIGN, protocol). A job
         that would wait for approval shows the firings it would have once approved now (`armed`)."""
@@ -622,7 +453,7 @@ class Service:
         reply = dryrun.reply(self.row(job), armed or job, used, source.max_schedules, self.zone)
         return _approval(reply, job)
 
-    def _save(self, job: Job, entry: AuditEntry, notes: Sequence[Notification] = ()) -> dict[str, Any]:
+    def save(self, job: Job, entry: AuditEntry, notes: Sequence[Notification] = ()) -> dict[str, Any]:
         """Writes an operator's change, with its audit entry and the notifications of the transitions it
         makes; on a lost race the request is refused, never half-applied (and neither is written)."""
         written = self.store.save([job], audit=[entry], notes=notes)[0]
@@ -692,119 +523,12 @@ class Service:
                 self._check_quota(source)
                 if dry:
                     return self._dry(updated, source, adds=1, armed=armed)
-                return self._save(updated, self.entry(audit_as, request, source, job, updated))
+                return self.save(updated, self.entry(audit_as, request, source, job, updated))
         if dry:
             return self._dry(updated, source, adds=0, armed=armed)
-        return self._save(updated, self.entry(audit_as, request, source, job, updated))
+        return self.save(updated, self.entry(audit_as, request, source, job, updated))
 
     # --- approval (semantic 37) ----------------------------------------------------------------
-
-    def _pending(self, request: Mapping[str, Any], source: Source, verb: str) -> Job:
-        """The pending job an operator's approve or reject names."""
-        if not source.operator:
-            raise Invalid("action", f"'{verb}' is the operator's: a source cannot decide its own schedules")
-        job = self.job(request, source)
-        if job.state is not State.PENDING:
-            raise JobNotPending(
-                f"'{job.name}' is {job.state.value}, not pending: only a pending schedule can be {verb}d",
-                state=job.state.value,
-            )
-        return job
-
-    def approve(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """Arms a pending job from this moment: its first firing is its schedule's first after now."""
-        job = self._pending(request, source, "approve")
-        note = fields.text(request, "note", limit=500, required=False)
-        now = self.node.clock.now()
-        approved = engine.arm(job.evolve(state=State.ACTIVE, updated_at=now), now)
-        return self._save(approved, self.entry("approve", request, source, job, approved, note))
-
-    def reject(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        """Deletes a pending job; the reply holds the row that went."""
-        job = self._pending(request, source, "reject")
-        note = fields.text(request, "note", limit=500, required=False)
-        entry = self.entry("reject", request, source, job, None, note)
-        gone, persistence = self.store.delete(job.id, entry)
-        self.node.wake()
-        return {"job": self.row(gone or job), "persistence": persistence.value}
-
-    def pause(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        job = self.job(request, source)
-        # Who paused it: the operator, or the job's own source (no other source can see it).
-        by = PausedBy.OPERATOR if source.operator else PausedBy.SOURCE
-        note = fields.text(request, "note", limit=500, required=False)
-        now = self.node.clock.now()
-        paused = engine.pause(job, by, now, note).evolve(updated_at=now)
-        return self._save(paused, self.entry("pause", request, source, job, paused, note))
-
-    def resume(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        job = self.job(request, source)
-        now = self.node.clock.now()
-        decision = engine.resume(job, now, self.node.rules)
-        resumed = decision.job.evolve(updated_at=now)
-        note = fields.text(request, "note", limit=500, required=False)
-        entry = self.entry("resume", request, source, job, resumed, note)
-        reply = self._save(resumed, entry, self.node.notes_of(decision))
-        self.node.announce(decision)  # a misfire skip, once the resume is written
-        return reply
-
-    def run_now(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        job = self.job(request, source)
-
-        def entry(before: Job, after: Job) -> AuditEntry:
-            return self.entry("run_now", request, source, before, after)
-
-        # A process that will not outlive its request leaves the run to a serving node (semantic 28).
-        peer = handoff.serving_peer(self.node) if self.node.short_lived else None
-        if peer is not None:
-            queued = handoff.hand_off(self.node, job.id, entry)
-            reply = {"job": self.row(queued), "persistence": self.store.inner.persistence.value}
-            return reply | {"handed_to": peer}
-        claimed = self.node.run_now(job.id, entry)
-        return {"job": self.row(claimed), "persistence": self.store.inner.persistence.value}
-
-    def delete(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        tomb = self.store.tombstone(request.get("job_id"))
-        # A delete whose durable write failed left a tombstone; retrying it by id finishes the delete.
-        try:
-            job = tomb if tomb is not None and source.sees(tomb.created_by) else self.job(request, source)
-        except StoreCorrupt as error:
-            if not source.operator or request.get("job_id") is None:
-                raise  # whose the row is cannot be told, so only the operator may remove it, by id
-            return self._delete_unreadable(fields.integer(request, "job_id", 1, 2**62), error, request)
-        gone, persistence = self.store.delete(job.id, self.entry("delete", request, source, job, None))
-        self.node.wake()
-        return {"job": self.row(gone or job), "persistence": persistence.value}
-
-    def _delete_unreadable(
-        self, job_id: int, error: StoreCorrupt, request: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """Removes a row that cannot be read. The reply's `job` is the row as `unreadable` lists it
-        (`id`, `error`), since the row itself cannot be shown; so is its audit entry's `changes`."""
-        request_id = request.get("request_id")
-        entry = AuditEntry(
-            at=self.node.clock.now(),
-            source=OPERATOR,
-            action="delete",
-            job_id=job_id,
-            name="",
-            owner="",
-            changes={"error": (str(error), None)},
-            request_id=request_id if isinstance(request_id, str) else None,
-        )
-        if not self.store.delete_unreadable(job_id, entry):
-            raise NotFound(f"no job with id {job_id}; `list` shows the jobs there are")
-        self.node.wake()
-        return {"job": {"id": job_id, "error": str(error)}, "persistence": self.store.inner.persistence.value}
-
-    def tick(self, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-        if not source.operator:
-            # A pass waits for every run it starts, whoever owns it: a remote source must not hold a worker.
-            raise Invalid(
-                "action", "'tick' is for the local operator (`cronwright tick`); the node runs its passes"
-            )
-        report = drive.tick(self.node)
-        return {"fired": len(report.fired), "fire_ids": report.fired, "skipped": report.skipped}
 
 
 # Stands for whoever changes a job that is pending already: it stays pending, whatever changes.
@@ -821,21 +545,3 @@ def _awaiting(job: Job, source: Source) -> Job:
 def _approval(reply: dict[str, Any], job: Job) -> dict[str, Any]:
     """A reply about a job that waits for approval says so."""
     return {**reply, "awaiting_approval": True} if job.state is State.PENDING else reply
-
-
-def _newest_first(run: Run) -> tuple[datetime, int]:
-    """The history's order: by finish, then by id (a run not yet written, with none, is the newest)."""
-    return run.finished_at, 2**63 if run.id is None else run.id
-
-
-def _own(source: Source) -> str | None:
-    """The creator a source's reads filter on: its own name, or none for the operator, who sees all."""
-    return None if source.operator else source.name
-
-
-def _unreadable(rows: Mapping[int, str], source: Source) -> list[dict[str, Any]]:
-    """Rows that reads leave out because they cannot be read. Only the operator sees them: whose a row
-    is cannot be told from a row that cannot be read."""
-    if not source.operator:
-        return []
-    return [{"id": job_id, "error": why} for job_id, why in sorted(rows.items())]

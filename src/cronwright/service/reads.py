@@ -1,0 +1,215 @@
+"""The reads every front shares: get, list, history, audit, status, preview, notifications and targets.
+
+Each is a function of the service and one validated request, as the protocol dispatches it; a source
+reads its own schedules and entries only (semantics 36 and 40), and a request costs what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from cronwright.core import engine
+from cronwright.core.audit import entry_row
+from cronwright.core.model import (
+    Run,
+    State,
+)
+from cronwright.core.sources import Source
+from cronwright.errors import (
+    Invalid,
+)
+from cronwright.notify.rows import delivery_row
+from cronwright.service import fields
+from cronwright.service.job_rows import firing_row, run_row
+from cronwright.service.operations import LIST_PAGE_MAX, NEXT_FIRINGS, Service
+from cronwright.store.base import Troubled
+from cronwright.timing.iso import parse_instant, render
+from cronwright.timing.preview import preview as preview_firings
+from cronwright.timing.zones import zone
+
+
+def get(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    job = service.job(request, source)
+    return {
+        "job": service.row(job),
+        "runs": [run_row(r, service.zone) for r in service.store.runs(job.id, 10)],
+        "next_firings": [
+            firing_row(planned, service.zone)
+            for planned in engine.ahead(job, NEXT_FIRINGS, service.node.rules)
+        ],
+    }
+
+
+def list_jobs(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    state_name = fields.text(request, "state", required=False)
+    try:
+        state = State(state_name) if state_name else None
+    except ValueError:
+        raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
+    target = fields.text(request, "target", required=False)
+    # Paged on request: `limit` rows after the name `after_name`, and where more follow, the name to
+    # ask after next. Without a limit, every row (the contract's reply).
+    limit = None if request.get("limit") is None else fields.integer(request, "limit", 1, LIST_PAGE_MAX)
+    after_name = fields.text(request, "after_name", required=False)
+    made_by = fields.text(request, "source", required=False)
+    if made_by is not None and not source.sees(made_by):
+        return {"jobs": []}  # another source's: none this one may see
+    jobs = service.store.jobs(
+        state,
+        target,
+        _own(source) or made_by,
+        after_name=after_name,
+        limit=None if limit is None else limit + 1,
+    )
+    reply: dict[str, Any] = {"jobs": [service.row(job) for job in jobs[:limit]]}
+    if limit is not None and len(jobs) > limit:
+        reply["next_after_name"] = jobs[limit - 1].name
+    unreadable = _unreadable(service.store.unreadable, source)
+    if unreadable:
+        reply["unreadable"] = unreadable
+    return reply
+
+
+def history(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    """A page of runs, newest first: `limit` of them older than the run `before`, and where more
+    follow, `next_before` (the id to ask before next)."""
+    limit = fields.integer(request, "limit", 1, 1000, default=20)
+    before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
+    wanted = limit + 1  # one more than the page shows whether another page follows
+    if request.get("job_id") is not None or request.get("name") is not None:
+        runs = service.store.runs(service.job(request, source).id, wanted, before)
+    elif source.operator:
+        runs = service.store.runs(None, wanted, before)
+    else:
+        # A source's own jobs only: each one's newest runs, merged in the history's order.
+        mine = service.store.jobs(created_by=source.name)
+        runs = [run for job in mine for run in service.store.runs(job.id, wanted, before)]
+        runs = sorted(runs, key=_newest_first, reverse=True)[:wanted]
+    reply: dict[str, Any] = {"runs": [run_row(run, service.zone) for run in runs[:limit]]}
+    last = runs[limit - 1].id if len(runs) > limit else None
+    if last is not None:  # (a run not yet written, kept in memory while the store fails, has none)
+        reply["next_before"] = last
+    return reply
+
+
+def audit(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    """A page of audit entries, newest first. A source reads the entries it made and those about its
+    own schedules; the operator reads all. A `name` follows the live job of that name through its
+    renames; a name no live job has is matched as the entries wrote it (a deleted job's)."""
+    limit = fields.integer(request, "limit", 1, 1000, default=20)
+    before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
+    wanted_source = fields.text(request, "source", required=False)
+    job_id = None if request.get("job_id") is None else fields.integer(request, "job_id", 1, 2**62)
+    name = fields.text(request, "name", required=False)
+    if name is not None and job_id is None:
+        live = service.store.find(name)
+        if live is not None and source.sees(live.created_by):
+            job_id, name = live.id, None
+    entries = service.store.audit(
+        reader=_own(source),
+        source=wanted_source,
+        job_id=job_id,
+        name=name,
+        before=before,
+        limit=limit + 1,
+    )
+    reply: dict[str, Any] = {"entries": [entry_row(entry, service.zone) for entry in entries[:limit]]}
+    if len(entries) > limit:
+        reply["next_before"] = entries[limit - 1].id
+    return reply
+
+
+def status(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    now = service.node.clock.now()
+    counts = service.store.counts() if source.operator else own_counts(service, source)
+    return {
+        "node": {
+            "id": service.node.id,
+            "now": render(now, service.zone),
+            "zone": service.zone.key,
+            "store": service.store.description,
+            "persistence": service.store.persistence.value,
+            # Whether the store can be reached, and what troubles it (PostgreSQL), or "ok".
+            "store_state": inner.state if isinstance(inner := service.store.inner, Troubled) else "ok",
+            "peers": [
+                {"node": beat.node, "last_beat": render(beat.beat_at, service.zone)}
+                for beat in service.store.beats()
+            ],
+            "unreadable": _unreadable(service.store.unreadable, source),
+        },
+        "counts": counts,
+        # Jobs with an occurrence in flight (its retries included), whichever process runs them.
+        "running": counts[State.RUNNING.value],
+    }
+
+
+def own_counts(service: Service, source: Source) -> dict[str, int]:
+    counts = {state.value: 0 for state in State}
+    for job in service.store.jobs(created_by=source.name):
+        counts[job.state.value] += 1
+    return counts
+
+
+def preview(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    tz = fields.text(request, "tz", limit=64, required=False)
+    after_text = fields.text(request, "after", limit=64, required=False)
+    # An `after` without an offset is wall time in the zone the expression is read in (and the
+    # firings are shown in): one reading, whichever front asks.
+    reading = zone(tz, "tz") if tz else service.zone
+    after = parse_instant(after_text, reading, "after") if after_text else service.node.clock.now()
+    count = fields.integer(request, "count", 1, 1000, default=5)
+    names = request.get("exclude")
+    if not names:
+        return preview_firings(request.get("expression"), tz, after, count, service.zone)
+    excluded = service._calendar_names(names, "exclude")
+    calendars = service.node.rules.calendars
+    return preview_firings(
+        request.get("expression"),
+        tz,
+        after,
+        count,
+        service.zone,
+        lambda instant, read_in: calendars.exclusion(excluded, instant, read_in),
+    )
+
+
+def notifications(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    """A page of the outbox, newest first: `limit` notifications older than `before`, and where more
+    follow, `next_before`. A source sees only those about its own schedules."""
+    limit = fields.integer(request, "limit", 1, 1000, default=20)
+    before = fields.text(request, "before", limit=100, required=False)
+    rows = service.store.page(limit + 1, before, _own(source))
+    reply: dict[str, Any] = {"deliveries": [delivery_row(row, service.zone) for row in rows[:limit]]}
+    if len(rows) > limit:
+        reply["next_before"] = rows[limit - 1].id
+    return reply
+
+
+def targets(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+    described = service.allowlist.describe()
+    if not source.operator:
+        described = [
+            {**t, "actions": [a for a in t["actions"] if source.allows(t["target"], a["action"])]}
+            for t in described
+        ]
+        described = [t for t in described if t["actions"]]
+    return {"targets": described}
+
+
+def _newest_first(run: Run) -> tuple[datetime, int]:
+    """The history's order: by finish, then by id (a run not yet written, with none, is the newest)."""
+    return run.finished_at, 2**63 if run.id is None else run.id
+
+
+def _own(source: Source) -> str | None:
+    """The creator a source's reads filter on: its own name, or none for the operator, who sees all."""
+    return None if source.operator else source.name
+
+
+def _unreadable(rows: Mapping[int, str], source: Source) -> list[dict[str, Any]]:
+    """Rows that reads leave out because they cannot be read. Only the operator sees them: whose a row
+    is cannot be told from a row that cannot be read."""
+    if not source.operator:
+        return []
+    return [{"id": job_id, "error": why} for job_id, why in sorted(rows.items())]
