@@ -166,6 +166,20 @@ def test_a_refusal_is_a_tool_error_that_says_what_to_fix(app: App) -> None:
     as_source(app, "agent", session)
 
 
+def test_a_typo_in_a_schedule_is_named_to_the_agent(app: App) -> None:
+    async def session(client: Client) -> None:
+        refused = await client.call_tool(
+            "schedules_create",
+            {"name": "typo", "target": "reports", "action": "daily", "schedule": {"corn": "0 7 * * *"}},
+        )
+
+        assert refused.is_error
+        text = refused.content[0].text  # type: ignore[union-attr]
+        assert "unknown key 'corn' (did you mean 'cron'?)" in text, text
+
+    as_source(app, "agent", session)
+
+
 def test_each_limit_is_a_tool_error_naming_it(app: App) -> None:
     async def session(client: Client) -> None:
         async def create(**job: Any) -> str:

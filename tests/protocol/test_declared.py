@@ -33,6 +33,14 @@ def test_an_unknown_field_is_refused_naming_it_and_the_one_meant(
     assert f"did you mean '{meant}'?" in reply["message"], reply
 
 
+def test_a_typo_of_a_schedules_kind_is_named_with_the_kind_meant(harness: Harness) -> None:
+    # Issue 35: {"corn": ...} was refused as a schedule "of no kind", never naming the typo.
+    reply = refused(harness, create("x", schedule={"corn": "0 7 * * *"}), "invalid", field="schedule")
+
+    assert "unknown key 'corn' (did you mean 'cron'?)" in reply["message"], reply
+    assert "needs exactly one of 'cron', 'every', 'every_ms' or 'at'" in reply["message"]
+
+
 def test_an_unknown_field_far_from_any_lists_the_fields_there_are(harness: Harness) -> None:
     reply = refused(harness, {"action": "list", "colour": "blue"}, "invalid", field="colour")
 

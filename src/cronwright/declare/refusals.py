@@ -72,7 +72,24 @@ def _refusal(
         return Invalid(leaf, _REQUIRED.get(leaf, f"'{leaf}' is required"))
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return Invalid(leaf, f"'{leaf}' must be a JSON object, not {_kind(detail['input'])}")
+    if kind == "schedule_kind":
+        return Invalid(leaf, f"'{leaf}' {_strangers(detail['input'])}{detail['msg']}")
     return Invalid(leaf, f"'{leaf}' {detail['msg']}")
+
+
+def _strangers(given: object) -> str:
+    """What a schedule holds that no schedule may ("has an unknown key 'corn' (did you mean 'cron'?);"),
+    or nothing: a typo of a key is named, never just reported as a schedule of no kind."""
+    if not isinstance(given, dict):
+        return ""
+    known = {name for spec in _SPECS.values() for name in spec.model_fields}
+    unknown = [str(key) for key in given if key not in known]
+    if not unknown:
+        return ""
+    key = unknown[0][:50]
+    meant = difflib.get_close_matches(key, sorted(known), n=1)
+    hint = f" (did you mean {meant[0]!r}?)" if meant else ""
+    return f"has an unknown key {key!r}{hint}; it "
 
 
 def _tag(raw: Sequence[str]) -> str | None:
