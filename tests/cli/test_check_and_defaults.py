@@ -58,10 +58,12 @@ def test_without_a_config_file_the_cli_says_it_uses_the_defaults_and_where_the_s
     assert (listed.returncode, listed.stdout) == (0, "no schedules\n"), listed
     assert listed.stderr.splitlines() == [
         "cronwright: note: no config file (--config, $CRONWRIGHT_CONFIG, ./cronwright.toml): using the "
-        f"built-in defaults, with the store at {store}"
+        f"built-in defaults, with the store at {store}; with no targets, nothing can run: `cronwright init`"
+        " writes a starter config here"
     ]
     ticked = run("tick")
     [line] = [json.loads(line) for line in ticked.stderr.splitlines()]
     assert (line["level"], line["store"]) == ("warning", store), "tick says it in its JSON log"
+    assert "`cronwright init`" in line["message"]  # issue 35: the way out is named, not only the defaults
     (tmp_path / "cronwright.toml").write_text("[node]\n", encoding="utf-8")
     assert run("list").stderr == "", "a config file found: nothing to say"

@@ -126,7 +126,8 @@ class Runtime:
         """One line on stderr (a log line once logs are on) before a store the user may not expect opens."""
         note = (
             "no config file (--config, $CRONWRIGHT_CONFIG, ./cronwright.toml): using the built-in defaults, "
-            f"with the store at {config.store_url}"
+            f"with the store at {config.store_url}; with no targets, nothing can run: `cronwright init`"
+            " writes a starter config here"
         )
         if self._logs:
             say(_log, note, logging.WARNING, store=config.store_url)
