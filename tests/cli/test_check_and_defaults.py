@@ -1,5 +1,5 @@
-"""`check` verifies that every command action's program can be started; a CLI without a config file says
-which defaults it uses and where their store lives."""
+"""`check` verifies that every command action's program can be started, and refuses a config that validates
+but cannot work; a CLI without a config file says which defaults it uses and where their store lives."""
 
 from __future__ import annotations
 
@@ -41,6 +41,43 @@ def test_check_names_each_action_whose_program_cannot_start(cw: Cronwright) -> N
     ]
     (cw.folder / "scripts" / "not-executable.sh").chmod(0o755)
     assert "not-executable" not in cw.run("check").stderr
+
+
+CANNOT_WORK = """
+[sources.agent]
+token_sha256 = "7f2bd3d80f3d5c43e2b14d3aa0e9b77b93c6e1f3d6b8a9c0e1f2a3b4c5d6e7f8"
+targets = ["report.*"]
+
+[notify.ops]
+kind = "webhook"
+url = "http://127.0.0.1:9/hook"
+signing_secret = "CW_TEST_ALERT_SECRET"
+
+[[alert]]
+on = ["failed"]
+match = { target = "nightly.*" }
+notify = ["ops"]
+"""
+
+
+def test_check_refuses_a_config_that_validates_but_cannot_work(cw: Cronwright) -> None:
+    # Issue 35: a source whose patterns allow nothing, an alert rule that can never match, and a webhook
+    # whose signing secret is unset all passed `check`.
+    cw.config.write_text(cw.config.read_text(encoding="utf-8") + CANNOT_WORK, encoding="utf-8")
+    checked = cw.run("check")
+    assert (checked.rc, checked.stdout) == (2, ""), checked
+    lines = checked.stderr.splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("cronwright: error: [sources.agent] targets: 'report.*' matches no configured")
+    assert "[[alert]] #1 match.target: 'nightly.*' matches no configured action" in lines[1]
+    assert "[notify.ops] names the secret CW_TEST_ALERT_SECRET, not set in the environment" in lines[2]
+
+    fixed = CANNOT_WORK.replace('"report.*"', '"sh.*"').replace('"nightly.*"', '"sh.*"')
+    cw.config.write_text(cw.config.read_text(encoding="utf-8").replace(CANNOT_WORK, fixed), encoding="utf-8")
+    argv, env = cw.command("check")
+    env["CW_TEST_ALERT_SECRET"] = "s3cret"  # the secret is read where the node will read it
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cw.folder, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
 
 
 def test_without_a_config_file_the_cli_says_it_uses_the_defaults_and_where_the_store_is(

@@ -110,7 +110,16 @@ def check(runtime: Runtime) -> None:
         app.node.store.close()
     except ConfigError as error:
         fail(str(error))
-    problems = _program_problems(registry)
+    from cronwright.service.config_check import channel_secrets
+    from cronwright.service.config_check import problems as config_problems
+    from cronwright.targets.secrets import Secrets
+
+    actions = [
+        f"{row['target']}.{action['action']}" for row in registry.describe() for action in row["actions"]
+    ]
+    named = {secret for channel in config.notify.values() for secret in channel_secrets(channel)}
+    resolvable = set(Secrets.from_config(config).known(named))
+    problems = [*config_problems(config, actions, resolvable), *_program_problems(registry)]
     if problems:
         for problem in problems[:-1]:
             click.echo(f"cronwright: error: {problem}", err=True)
