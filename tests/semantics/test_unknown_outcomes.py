@@ -197,3 +197,34 @@ def test_a_create_that_a_node_fired_before_the_read_back_is_still_found_landed(l
     finally:
         LostReplies.find = original  # type: ignore[method-assign]
     assert reply["ok"] is True and reply["job"]["name"] == "now"
+
+
+def test_a_claim_given_back_after_a_peer_moved_the_row_on_counts_each_instant_once(lossy: Harness) -> None:
+    # Found by tests/multinode/test_nemesis.py: a claim whose reply was lost was given back by rewinding
+    # the timetable to its instant, over the instants a peer had skipped for overlap meanwhile (the row
+    # said they ran here): counted twice, and one of them then ran after it was reported skipped.
+    lossy.create("tick", {"every": "1m"})
+    lossy.clock.set(at("2026-03-02T09:01:00+01:00"))
+    lose_a_reply_unseen(lossy)
+    assert lossy.node.run_pass().fired == []  # 1-1, for 09:01, landed unheard: not started
+    store = store_of(lossy)
+    store.unreachable = store.dark_after_loss = False
+    row = store.get(1)
+    assert row is not None and row.in_flight is not None and row.in_flight.fire_id == "1-1"
+    # A peer, seeing 1-1 run here, skips 09:02 for overlap.
+    assert store.save([row.evolve(skipped_overlap=1, next_run_at=at("2026-03-02T09:03:00+01:00"))]) == [True]
+
+    lossy.clock.set(at("2026-03-02T09:02:20+01:00"))
+    assert lossy.node.run_pass().fired == []  # 09:02 was decided: it never runs now
+    shown = lossy.job("tick")
+    assert (shown["state"], shown["in_flight"]) == ("active", 0)
+    assert shown["skipped"] == {"overlap": 1, "misfire": 1, "calendar": 0}  # 09:01 missed, 09:02 skipped
+    assert shown["next_run_at"] == "2026-03-02T09:03:00+01:00"
+
+    lossy.clock.set(at("2026-03-02T09:03:00+01:00"))
+    assert lossy.node.run_pass().fired == ["1-2"]  # a fresh fire_id: 1-1 named the claim that never ran
+    lossy.node.wait_for_runs(5)
+    lossy.node.record_finished()
+    assert [(call.fire_id, call.scheduled_for) for call in lossy.runner.calls] == [
+        ("1-2", at("2026-03-02T09:03:00+01:00"))
+    ]

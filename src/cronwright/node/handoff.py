@@ -66,7 +66,7 @@ def take(node: Node, job_id: int) -> Job | None:
             decision = None if job is None else engine.take(job, node.clock.now(), node.rules)
             if decision is None:
                 return None
-            if node.claim_won(decision.fire, node.store.save([], claims=[decision.job])[0]):
+            if node.claim_won(decision.job, decision.fire, node.store.save([], claims=[decision.job])[0]):
                 assert decision.fire is not None
                 claimed = decision.job.evolve(version=decision.job.version + 1)
                 node.start(claimed, decision.fire)

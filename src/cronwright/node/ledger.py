@@ -19,14 +19,16 @@ from cronwright.node.dispatch import Attempt, attempt_of
 class Ledger:
     def __init__(self, forget_claims_after: float) -> None:
         self._forget_after = forget_claims_after  # seconds: a claim not seen landed by then never will
-        self._unstarted: dict[Attempt, float] = {}  # with the monotonic second of the claim
+        # With the monotonic second of the claim, and the version its write gave the row.
+        self._unstarted: dict[Attempt, tuple[float, int]] = {}
         self._unwritten: dict[Attempt, Finished] = {}
 
     # --- claims never started -----------------------------------------------------------------------
 
-    def not_won(self, attempt: Attempt, at: float) -> None:
-        """A claim of `attempt` whose write was not durable: not started, whatever became of the write."""
-        self._unstarted[attempt] = at
+    def not_won(self, attempt: Attempt, at: float, version: int) -> None:
+        """A claim of `attempt` whose write was not durable: not started, whatever became of the write.
+        `version` is the row's version had the write landed."""
+        self._unstarted[attempt] = (at, version)
 
     def started(self, attempt: Attempt) -> None:
         """`attempt` starts now (a later claim of it won): whatever an earlier claim did, it ran."""
@@ -35,12 +37,16 @@ class Ledger:
     def never_started(self, attempt: Attempt) -> bool:
         return attempt in self._unstarted
 
+    def claimed_version(self, attempt: Attempt) -> int:
+        """The row's version as the claim of `attempt` (never started) wrote it."""
+        return self._unstarted[attempt][1]
+
     def given_back(self, attempt: Attempt) -> None:
         self._unstarted.pop(attempt, None)
 
     def forget_old_claims(self, now: float) -> None:
         oldest = now - self._forget_after
-        for attempt in [attempt for attempt, at in self._unstarted.items() if at < oldest]:
+        for attempt in [attempt for attempt, (at, _) in self._unstarted.items() if at < oldest]:
             del self._unstarted[attempt]
 
     # --- outcomes not yet durable -------------------------------------------------------------------

@@ -68,24 +68,30 @@ class Reconciler:
             if back:
                 stranded.append((job, back))
             ended += [self._ended(job, flight) for flight in idle if flight not in back]
-        self._ledger.forget_old_claims(self._clock.monotonic())
         if ended:
             self._record_ended(ended)
         # Written like a claim (kept nowhere if it fails): a release that fails is found again.
-        released = [engine.release_all(job, [f.fire_id for f in flights]) for job, flights in stranded]
+        moved = [self._moved_on(job, flights) for job, flights in stranded]
+        released = [
+            engine.release_all(job, [f.fire_id for f in flights], moved_on)
+            for (job, flights), moved_on in zip(stranded, moved, strict=True)
+        ]
         written = self._store.save([], claims=released) if stranded else []
-        for (job, flights), outcome in zip(stranded, written, strict=True):
+        for (job, flights), moved_on, outcome in zip(stranded, moved, written, strict=True):
             if outcome is Write.DURABLE:
                 for flight in flights:
                     self._ledger.given_back((job.id, flight.fire_id, flight.attempt))
                     log.warning(
                         "%s attempt %d of '%s' was claimed by a write whose reply was lost, and this node"
-                        " never started it: it is given back to the schedule (a later firing takes a new"
-                        " fire_id)",
+                        " never started it: %s",
                         flight.fire_id,
                         flight.attempt,
                         job.name,
+                        "the schedule had moved on meanwhile, so it is counted missed"
+                        if moved_on
+                        else "it is given back to the schedule (a later firing takes a new fire_id)",
                     )
+        self._ledger.forget_old_claims(self._clock.monotonic())
         return all(outcome is Write.DURABLE for outcome in written)
 
     def _not_running(self, job: Job) -> list[InFlight]:
@@ -143,6 +149,12 @@ class Reconciler:
                 self._ledger.concluded(attempt_of(occurrence))  # its own write landed unheard, or a peer's
         if still:
             self._record(still, now, False)
+
+    def _moved_on(self, job: Job, flights: list[InFlight]) -> bool:
+        """Whether another writer changed `job` since this node's latest claim of `flights` landed: a
+        peer's overlap skips, say, which the give-back must not count again (engine.release)."""
+        claimed = max(self._ledger.claimed_version((job.id, f.fire_id, f.attempt)) for f in flights)
+        return job.version > claimed
 
     def stop_if_replaced(self, job: Job) -> None:
         """Stops the attempt this node runs for `job` if overlap replace asked it to (semantic 34)."""

@@ -213,12 +213,13 @@ class Node:
             self.unsettled = True
         return outcome is Write.DURABLE
 
-    def claim_won(self, fire: Occurrence | None, outcome: Write) -> bool:
-        """As `_won`, for a claim of the attempt `fire`: one not won is noted as never started here,
-        the one record that lets a reconcile give it back if its write landed unheard."""
+    def claim_won(self, claim: Job, fire: Occurrence | None, outcome: Write) -> bool:
+        """As `won`, for the claim `claim` (the row as decided, written at its next version) of the
+        attempt `fire`: one not won is noted as never started here, the one record that lets a
+        reconcile give it back if its write landed unheard."""
         won = self.won(outcome)
         if not won and fire is not None:
-            self.ledger.not_won(attempt_of(fire), self.clock.monotonic())
+            self.ledger.not_won(attempt_of(fire), self.clock.monotonic(), claim.version + 1)
         return won
 
     def _recover(self, now: datetime, report: PassReport) -> None:
@@ -321,7 +322,7 @@ class Node:
             report.skipped += plan.skipped
             won = written[len(kept) :]
             for decision, outcome in zip(claims, won, strict=True):
-                if self.claim_won(decision.fire, outcome):
+                if self.claim_won(decision.job, decision.fire, outcome):
                     self._emit(decision)
                     report.skipped += planner.skipped(decision)
                     assert decision.fire is not None
@@ -525,7 +526,7 @@ class Node:
                 self._beat(now, force=True)
                 entries = [audit(job, decision.job)] if audit is not None else []
                 written = self.store.save([decision.job], keep=False, audit=entries)[0]
-                if self.claim_won(decision.fire, written):
+                if self.claim_won(decision.job, decision.fire, written):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self.start(claimed, decision.fire)

@@ -210,7 +210,7 @@ def interrupt(job: Job, now: datetime, rules: Rules, why: str) -> Decision:
     return decision
 
 
-def release(job: Job, fire_id: str | None = None) -> Job:
+def release(job: Job, fire_id: str | None = None, moved_on: bool = False) -> Job:
     """Gives back a claim that its node never started (DESIGN semantic 29): of occurrence `fire_id`
     (default: the job's only one in flight).
 
@@ -224,6 +224,12 @@ def release(job: Job, fire_id: str | None = None) -> Job:
     The fire_id is never given back: allocation only moves forward, so a fire_id names at most one
     occurrence whatever happens (a target that deduplicates by fire_id never drops a genuine one). The
     occurrence fires again under a fresh fire_id; a retry or handed-off run keeps its own.
+
+    `moved_on`: the row was written since the claim by others (a peer skipped the instants after it
+    for overlap, since the row said they ran here). Those instants are decided and counted: the
+    timetable is not rewound past them, or they would be counted again and one could even run after it
+    was reported skipped. The recurring occurrence given back is then missed, and counted so; a
+    one-shot still fires its single late run.
     """
     flight = job.in_flight if fire_id is None else job.flight(fire_id)
     assert flight is not None and flight.node is not None
@@ -238,6 +244,8 @@ def release(job: Job, fire_id: str | None = None) -> Job:
         # overlap allow: an earlier occurrence given back already is due, and the walk on from it comes
         # to this one again.
         return armed
+    if moved_on and not flight.manual and not isinstance(job.schedule, AtSchedule):
+        return armed.evolve(skipped_misfire=armed.skipped_misfire + 1)
     if not flight.manual:
         return armed.evolve(next_run_at=flight.scheduled_for, next_nominal=flight.nominal)
     if isinstance(job.schedule, AtSchedule):
@@ -245,9 +253,9 @@ def release(job: Job, fire_id: str | None = None) -> Job:
     return armed
 
 
-def release_all(job: Job, fire_ids: list[str]) -> Job:
+def release_all(job: Job, fire_ids: list[str], moved_on: bool = False) -> Job:
     """Gives back each claim of `fire_ids` (see `release`), the newest first, so that the timetable is
-    due again at the oldest of them."""
+    due again at the oldest of them (unless the row `moved_on` since the claims)."""
     for fire_id in reversed(fire_ids):
-        job = release(job, fire_id)
+        job = release(job, fire_id, moved_on)
     return job
