@@ -22,6 +22,9 @@ HEADERS = ("NAME", "RUNS", "SCHEDULE", "NEXT", "LEFT", "LAST", "RESULT", "ENDS",
 GAP = "  "
 SHORTENED = ("NAME", "SCHEDULE")  # the last resort, longest first: text, never an instant
 
+# States whose schedule fires nothing until an operator (or its source) acts: resume, approve.
+HELD = frozenset({"paused", "pending"})
+
 
 @dataclass(frozen=True, slots=True)
 class Listing:
@@ -111,12 +114,14 @@ def cells(row: Mapping[str, Any], now: datetime, zone: ZoneInfo, form: _Form) ->
             return "-"
         return compact(value, now, zone) if form.short else value
 
+    # A paused or pending schedule fires nothing: its timetable's next instant is no firing to count down.
+    next_run_at = None if row["state"] in HELD else row.get("next_run_at")
     return {
         "NAME": row["name"],
         "RUNS": f"{row['target']}.{row['action']}",
         "SCHEDULE": schedule_cell(row["schedule"], now, zone, form.short),
-        "NEXT": instant(row.get("next_run_at")),
-        "LEFT": relative(row.get("next_run_at"), now, form.units),
+        "NEXT": instant(next_run_at),
+        "LEFT": relative(next_run_at, now, form.units),
         "LAST": instant(last.get("fired_at")),
         "RESULT": result,
         "ENDS": instant(row.get("ends_at")),

@@ -128,8 +128,8 @@ def _short(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, dict):
-        if "cron" in value:
-            return str(value["cron"])
+        if any(kind in value for kind in ("cron", "every", "at")):
+            return schedule_text(value)  # with its zone: an update that moves only the zone shows it
         return ",".join(f"{k}={v}" for k, v in value.items() if k != "every_ms") or "{}"
     return str(value)
 

@@ -150,8 +150,11 @@ def say_job(verb: str) -> Callable[[Reply], None]:
         note = " (already there: deduped)" if reply.get("deduped") else ""
         persistence = reply.get("persistence")
         kept = f" [{persistence}]" if persistence and persistence != "persisted" else ""
-        click.echo(f"{verb} {job['name']}{note}{kept}: {job['state']}, next {job['next_run_at'] or '-'}, "
-                   f"ends {job['ends_at']}")  # fmt: skip
+        nxt = {
+            "paused": "it fires no more until resumed",
+            "pending": "it fires once an operator approves it",
+        }.get(job["state"], f"next {job['next_run_at'] or '-'}")
+        click.echo(f"{verb} {job['name']}{note}{kept}: {job['state']}, {nxt}, ends {job['ends_at']}")
         if reply.get("awaiting_approval"):
             click.echo(f"it awaits an operator's approval: cronwright approve {shlex.quote(job['name'])}")
 

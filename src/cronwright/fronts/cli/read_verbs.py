@@ -120,7 +120,7 @@ def show(runtime: Runtime, name: str, with_output: bool, as_json: bool) -> None:
                 ("schedule", render.schedule_text(job["schedule"])),
                 ("state", job["state"] + (f" (by {job['paused_by']})" if job["paused_by"] else "")),
                 *_paused(job),
-                ("next", f"{job['next_run_at'] or '-'} ({render.relative(job['next_run_at'], now())})"),
+                ("next", _next_text(job)),
                 ("ends", job["ends_at"]),
                 ("last", said or "-"),
                 ("failures", f"{job['consecutive_failures']} in a row (breaker: {job['breaker_threshold']})"),
@@ -348,3 +348,12 @@ def notifications(runtime: Runtime, limit: int, before: str | None, as_json: boo
             click.echo(f"\nMore follow: add --before {following} for the next page.")
 
     finish(runtime.call("notifications", limit=limit, before=before), as_json, human)
+
+
+def _next_text(job: Reply) -> str:
+    """When it fires next; a held schedule (paused, pending) fires nothing until it is released."""
+    if job["state"] == "paused":
+        return "- (paused: it fires again once resumed)"
+    if job["state"] == "pending":
+        return "- (pending: it fires once an operator approves it)"
+    return f"{job['next_run_at'] or '-'} ({render.relative(job['next_run_at'], now())})"
