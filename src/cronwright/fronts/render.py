@@ -134,6 +134,10 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+# A cell that is an instant as replies render them: ISO-8601 to the second, with its offset.
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     rows = [[visible(cell) for cell in row] for row in rows]
@@ -143,7 +147,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | N
         from rich.table import Table
         from rich.text import Text
 
-        rich_table = Table(*headers, box=None, header_style="bold", pad_edge=False)
+        rich_table = Table(box=None, header_style="bold", pad_edge=False)
+        for index, header in enumerate(headers):
+            cells = [row[index] for row in rows if row[index] not in ("", "-")]
+            if cells and all(_ISO.match(cell) for cell in cells):
+                # Every instant whole, to the second, with its offset (docs/cli.md), at any width: the
+                # other columns give way, and a long text folds onto more lines instead.
+                rich_table.add_column(header, no_wrap=True, min_width=max(map(len, cells)))
+            else:
+                rich_table.add_column(header, overflow="fold")
         for row in rows:
             # Text, never a str: rich reads a str as markup, where `[/x]` raises and `[x]` vanishes.
             rich_table.add_row(*(Text(cell) for cell in row))
