@@ -127,6 +127,12 @@ def _change_kind(value: Any) -> str | None:
     return _schedule_kind(value)
 
 
+# What a schedule of no kind is told, on create and on update alike.
+NO_KIND = (
+    "needs exactly one of 'cron', 'every', 'every_ms' or 'at', such as {\"cron\": \"0 3 * * *\"}, "
+    '{"every": "5m"} or {"at": "2026-12-01T09:00:00+01:00"}'
+)
+
 ScheduleKind = Annotated[
     Annotated[CronSpec, Tag("cron")]
     | Annotated[EverySpec, Tag("every")]
@@ -135,8 +141,7 @@ ScheduleKind = Annotated[
     Discriminator(
         _schedule_kind,
         custom_error_type="schedule_kind",
-        custom_error_message="needs exactly one of 'cron', 'every', 'every_ms' or 'at', such as {\"cron\": "
-        '"0 3 * * *"}, {"every": "5m"} or {"at": "2026-12-01T09:00:00+01:00"}',
+        custom_error_message=NO_KIND,
     ),
 ]
 ChangeKind = Annotated[
@@ -148,8 +153,7 @@ ChangeKind = Annotated[
     Discriminator(
         _change_kind,
         custom_error_type="schedule_kind",
-        custom_error_message="needs exactly one of 'cron', 'every', 'every_ms' or 'at', such as {\"cron\": "
-        '"0 3 * * *"}, {"every": "5m"} or {"at": "2026-12-01T09:00:00+01:00"}',
+        custom_error_message=NO_KIND,
     ),
 ]
 Schedule = Annotated[
