@@ -16,6 +16,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from mcp_blocks import text_of
+
 from .blackbox import CRONWRIGHT, Cronwright, needs_faketime
 
 pytestmark = needs_faketime
@@ -52,7 +54,7 @@ def test_an_agent_dry_runs_creates_waits_for_approval_and_reads_the_audit(
     async def tool(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         said.say("agent", f"{name} {json.dumps(arguments)}")
         result = await client.call_tool(name, arguments)
-        text = result.content[0].text  # type: ignore[union-attr]
+        text = text_of(result)
         said.say("cronwright", ("ERROR " if result.is_error else "") + text)
         assert not result.is_error, text
         return result.structured_content or {}

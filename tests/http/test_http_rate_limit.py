@@ -11,6 +11,7 @@ from mcp import Client
 from cronwright.clock import ManualClock
 from cronwright.core.sources import operator
 from cronwright.fronts.mcp import build_server
+from mcp_blocks import text_of
 from serving import SOURCES, live_server, make_app
 
 LIMITED = {**SOURCES, "agent": {**SOURCES["agent"], "max_schedules": 10, "max_mutations_per_minute": 2}}
@@ -55,7 +56,7 @@ def test_a_rate_limited_mcp_tool_call_is_a_tool_error_naming_it(tmp_path: Path) 
                 assert not made.is_error, made
             refused = await client.call_tool("schedules_create", {"name": "three", **job})
             assert refused.is_error
-            text = refused.content[0].text  # type: ignore[union-attr]
+            text = text_of(refused)
             assert "[rate_limited]" in text and "retry after 30 s" in text, text
 
     try:

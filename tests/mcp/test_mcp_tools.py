@@ -14,6 +14,7 @@ from mcp import Client
 from cronwright.app import App
 from cronwright.core.sources import Source
 from cronwright.fronts.mcp import MCP_LIST_PAGE, build_server
+from mcp_blocks import text_of
 from serving import make_app
 
 TOOLS = {
@@ -159,7 +160,7 @@ def test_a_refusal_is_a_tool_error_that_says_what_to_fix(app: App) -> None:
         )
 
         assert refused.is_error
-        text = refused.content[0].text  # type: ignore[union-attr]
+        text = text_of(refused)
         assert "cron expression '0 0 30 2 *' can never fire: February has no 30th" in text
         assert "[invalid, field schedule.cron]" in text
 
@@ -174,7 +175,7 @@ def test_a_typo_in_a_schedule_is_named_to_the_agent(app: App) -> None:
         )
 
         assert refused.is_error
-        text = refused.content[0].text  # type: ignore[union-attr]
+        text = text_of(refused)
         assert "unknown key 'corn' (did you mean 'cron'?)" in text, text
 
     as_source(app, "agent", session)
@@ -185,7 +186,7 @@ def test_each_limit_is_a_tool_error_naming_it(app: App) -> None:
         async def create(**job: Any) -> str:
             spec = {"target": "reports", "action": "daily", "schedule": {"every": "10m"}, **job}
             reply = await client.call_tool("schedules_create", spec)
-            return "" if not reply.is_error else reply.content[0].text  # type: ignore[union-attr]
+            return "" if not reply.is_error else text_of(reply)
 
         assert "[period_too_short]" in await create(name="fast", schedule={"every": "1m"})
         assert "source 'agent's max_lifetime" in await create(name="long", lifetime="31d")
@@ -205,7 +206,7 @@ def test_a_wrongly_typed_argument_is_refused_not_coerced(app: App) -> None:
         )
 
         assert refused.is_error
-        assert "name" in refused.content[0].text  # type: ignore[union-attr]
+        assert "name" in text_of(refused)
 
     as_source(app, "agent", session)
 
@@ -229,7 +230,7 @@ def test_preview_checks_an_expression_before_it_is_used(app: App) -> None:
             ],
         }
         assert refused.is_error
-        assert "February has no 30th" in refused.content[0].text  # type: ignore[union-attr]
+        assert "February has no 30th" in text_of(refused)
 
     as_source(app, "agent", session)
 
@@ -245,7 +246,7 @@ def test_an_agent_sees_only_its_own_schedules_and_targets(app: App) -> None:
     async def mine(client: Client) -> None:
         assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
         got = await client.call_tool("schedules_get", {"name": "theirs"})
-        assert got.is_error and "[not_found]" in got.content[0].text  # type: ignore[union-attr]
+        assert got.is_error and "[not_found]" in text_of(got)
         targets = await client.call_tool("schedules_targets", {})
         assert targets.structured_content == {"ok": True, "targets": []}
 
@@ -266,7 +267,7 @@ def test_update_history_and_run_now_mirror_the_protocol(app: App) -> None:
         job = (updated.structured_content or {})["job"]
         assert (job["name"], job["schedule"]["every"], job["max_attempts"]) == ("renamed", "2h", 2)
         immutable = await client.call_tool("schedules_update", {"name": "renamed"})
-        assert immutable.is_error and "'changes'" in immutable.content[0].text  # type: ignore[union-attr]
+        assert immutable.is_error and "'changes'" in text_of(immutable)
 
         ran = await client.call_tool("schedules_run_now", {"name": "renamed"})
         assert not ran.is_error
@@ -307,10 +308,10 @@ def test_an_unknown_argument_is_a_tool_error_naming_it_and_the_one_meant(app: Ap
         listed = await client.call_tool("schedules_list", {"stat": "paused"})
 
         assert typo.is_error
-        text = typo.content[0].text  # type: ignore[union-attr]
+        text = text_of(typo)
         assert "schedules_create has no argument 'lifetme'; did you mean 'lifetime'?" in text
         assert "[invalid, field lifetme]" in text
-        assert listed.is_error and "did you mean 'state'?" in listed.content[0].text  # type: ignore[union-attr]
+        assert listed.is_error and "did you mean 'state'?" in text_of(listed)
         assert (await client.call_tool("schedules_list", {})).structured_content == {"ok": True, "jobs": []}
 
     as_source(app, "agent", session)
@@ -324,10 +325,10 @@ def test_refusals_speak_of_tools_not_cli_verbs(app: App) -> None:
         unnamed = await client.call_tool("schedules_get", {})
         missing = await client.call_tool("schedules_get", {"name": "ghost"})
 
-        assert "schedules_targets" in unknown.content[0].text  # type: ignore[union-attr]
-        assert "cronwright" not in unknown.content[0].text  # type: ignore[union-attr]
-        assert "'name' or its 'job_id'" in unnamed.content[0].text  # type: ignore[union-attr]
-        assert "schedules_list shows" in missing.content[0].text  # type: ignore[union-attr]
+        assert "schedules_targets" in text_of(unknown)
+        assert "cronwright" not in text_of(unknown)
+        assert "'name' or its 'job_id'" in text_of(unnamed)
+        assert "schedules_list shows" in text_of(missing)
 
     as_source(app, "agent", session)
 
@@ -341,13 +342,13 @@ def test_a_reply_is_structured_content_with_a_one_line_summary(app: App) -> None
         short = await client.call_tool("schedules_list", {})
         whole = await client.call_tool("schedules_list", {"verbose": True})
 
-        text = created.content[0].text  # type: ignore[union-attr]
+        text = text_of(created)
         assert text.startswith("'standup' (reports.daily): active, next run 2026-03-02T10:00:00+01:00")
         assert "\n" not in text and "{" not in text
         row = (short.structured_content or {})["jobs"][0]
         assert set(row) == {"id", "name", "target", "action", "schedule", "state", "next_run_at", "ends_at",
                             "last_outcome"}  # fmt: skip
-        assert short.content[0].text == "1 schedule: standup"  # type: ignore[union-attr]
+        assert text_of(short) == "1 schedule: standup"
         assert (whole.structured_content or {})["jobs"][0]["retry_backoff_ms"] == 1000
 
     as_source(app, "agent", session)
@@ -375,18 +376,18 @@ def test_a_reply_carries_its_json_in_a_text_block_too_for_clients_that_read_only
         for reply in replies:
             assert not reply.is_error, reply.content
             assert [block.type for block in reply.content] == ["text", "text"]
-            summary, whole = (block.text for block in reply.content)  # type: ignore[union-attr]
+            summary, whole = (text_of(reply, index) for index in range(len(reply.content)))
             assert "\n" not in summary and not summary.startswith("{")
             assert json.loads(whole) == reply.structured_content
-        targets = json.loads(replies[1].content[1].text)["targets"]  # type: ignore[union-attr]
+        targets = json.loads(text_of(replies[1], 1))["targets"]
         daily = next(
             a for t in targets if t["target"] == "reports" for a in t["actions"] if a["action"] == "daily"
         )
         assert "args_schema" in daily
         # One of a thing is said in the singular (issue 35, defect 8: "1 targets", "1 runs").
-        assert replies[1].content[0].text.startswith("1 target: reports (")  # type: ignore[union-attr]
-        assert replies[2].content[0].text.endswith("; 0 recent runs")  # type: ignore[union-attr]
-        assert json.loads(replies[2].content[1].text)["job"]["args"] == {}  # type: ignore[union-attr]
+        assert text_of(replies[1]).startswith("1 target: reports (")
+        assert text_of(replies[2]).endswith("; 0 recent runs")
+        assert json.loads(text_of(replies[2], 1))["job"]["args"] == {}
 
     as_source(app, "agent", session)
 

@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from cronwright.fronts.cli import cli
+from mcp_blocks import text_of
 from serving import Live, bearer
 
 CRONWRIGHT = str(Path(sys.executable).with_name("cronwright"))
@@ -45,7 +46,7 @@ async def create_list_pause_delete(client: Client, target: str, action: str) -> 
     listed = await client.call_tool("schedules_list", {})
     assert [job["name"] for job in (listed.structured_content or {})["jobs"]] == ["nightly"]
     # Over the wire too, the reply's JSON is in `content`, after the summary (the MCP specification).
-    assert json.loads(listed.content[1].text) == listed.structured_content  # type: ignore[union-attr]
+    assert json.loads(text_of(listed, 1)) == listed.structured_content
     paused = await client.call_tool("schedules_pause", {"name": "nightly"})
     assert (paused.structured_content or {})["job"]["state"] == "paused"
     deleted = await client.call_tool("schedules_delete", {"name": "nightly"})
@@ -53,7 +54,7 @@ async def create_list_pause_delete(client: Client, target: str, action: str) -> 
     refused = await client.call_tool("schedules_create", {"name": "x", "target": "nope", "action": "no"})
     assert refused.is_error
     assert "may not schedule nope.no; schedules_targets lists what it may [target_not_allowed]" in (
-        refused.content[0].text  # type: ignore[union-attr]
+        text_of(refused)
     )
 
 
@@ -68,7 +69,7 @@ def test_mcp_over_http_acts_as_the_tokens_source(live: Live) -> None:
 
     async def stranger(client: Client) -> None:
         got = await client.call_tool("schedules_get", {"name": "kept"})
-        assert got.is_error and "[not_found]" in got.content[0].text  # type: ignore[union-attr]
+        assert got.is_error and "[not_found]" in text_of(got)
 
     over_http(live, "agent", session)
     over_http(live, "other", stranger)
@@ -124,7 +125,7 @@ def test_mcp_over_stdio_acts_as_the_configured_source(tmp_path: Path) -> None:
                 {"name": "late", "target": "echo", "action": "hello", "run_at": "2099-01-01T00:00:00Z"},
             )
             assert too_late.is_error
-            assert "give a longer lifetime [invalid, field run_at]" in too_late.content[0].text  # type: ignore[union-attr]
+            assert "give a longer lifetime [invalid, field run_at]" in text_of(too_late)
             shown = await client.call_tool("schedules_preview", {"expression": "@daily", "count": 1})
             assert (shown.structured_content or {})["expression"] == "0 0 * * *"
 
