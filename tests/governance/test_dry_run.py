@@ -12,12 +12,14 @@ from typing import Any
 from conftest import Harness
 from cronwright.core.sources import Source
 from cronwright.fronts.mcp import tool_specs
+from cronwright.store.sqlite import SqliteStore
 from protocol.support import agent, create
 
 
 def store_bytes(harness: Harness) -> str:
     """A digest of the store's file and its write-ahead log: what a write would change."""
-    path = Path(harness.raw_store.path)  # type: ignore[attr-defined]
+    assert isinstance(harness.raw_store, SqliteStore), "this test reads the SQLite store's file"
+    path = Path(harness.raw_store.path)
     digest = hashlib.sha256()
     for part in (path, path.with_name(path.name + "-wal")):
         digest.update(part.read_bytes() if part.exists() else b"")

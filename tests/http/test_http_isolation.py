@@ -34,8 +34,8 @@ def test_a_source_cannot_reach_another_sources_schedule_by_name_or_id(
     for reply in (by_name, by_id):
         assert reply.status_code == 404
         assert reply.json()["error"] == "not_found"
-    assert live.app.service.store.get(theirs) is not None
-    assert live.app.service.store.get(theirs).state.value == "active"  # type: ignore[union-attr]
+    kept = live.app.service.store.get(theirs)
+    assert kept is not None and kept.state.value == "active"
 
 
 def test_a_source_cannot_update_another_sources_schedule(live: Live, theirs: int) -> None:
@@ -44,7 +44,8 @@ def test_a_source_cannot_update_another_sources_schedule(live: Live, theirs: int
     )
 
     assert reply.status_code == 404
-    assert live.app.service.store.get(theirs).args == {}  # type: ignore[union-attr]
+    kept = live.app.service.store.get(theirs)
+    assert kept is not None and kept.args == {}
 
 
 def test_get_by_path_of_another_sources_schedule_is_not_found(live: Live, theirs: int) -> None:

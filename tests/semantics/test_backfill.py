@@ -15,6 +15,7 @@ from cronwright.client import Client
 from cronwright.clock import ManualClock
 from cronwright.core.events import Event, EventKind
 from cronwright.core.sources import Source
+from cronwright.declare.replies import JobRow
 from cronwright.protocol import Protocol
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
@@ -233,7 +234,7 @@ def test_the_python_client_backfills_and_pauses_with_a_note(harness: Harness) ->
     assert (dry.dry_run, len(dry.occurrences), dry.queued) == (True, 4, 0)
     assert client.backfill("hourly", start="2026-03-02T09:30:00+01:00", end=LATER).queued == 4
     paused = client.pause("hourly", note="vendor outage")
-    assert paused.job.pause_note == "vendor outage"  # type: ignore[union-attr]
+    assert isinstance(paused.job, JobRow) and paused.job.pause_note == "vendor outage"
 
 
 def test_each_backfilled_start_is_counted_in_the_metrics() -> None:
