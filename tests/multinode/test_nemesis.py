@@ -54,7 +54,6 @@ import contextlib
 import json
 import os
 import random
-import shlex
 import shutil
 import signal
 import subprocess
@@ -70,7 +69,8 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from test_partition import LEASE_LAPSED, History, Start, every
-from test_three_nodes import CRONWRIGHT, Cluster, free_port, one_shot, recurring, wait_for
+from test_three_nodes import CRONWRIGHT, Cluster, one_shot, recurring, wait_for
+from witnessed import witness_script, write_node_config
 
 import pg
 from cronwright.core.model import Job, Outcome, Run, State
@@ -203,42 +203,14 @@ class NemesisCluster(Cluster):
 
     def config(self, index: int) -> Path:
         label = self.label(index)
-        log = shlex.quote(str(self.log))
-        fields = "$CRONWRIGHT_FIRE_ID $CRONWRIGHT_ATTEMPT"
-        append = (
-            f'echo "start {label} {fields} $CRONWRIGHT_SCHEDULED_FOR $$" >> {log}; '
-            f"sleep {self.work_seconds}; "
-            f'echo "end {label} {fields}" >> {log}'
-        )
+        append = witness_script(label, self.log, self.work_seconds)
         flaky = (
             f'{append}; case "$CRONWRIGHT_FIRE_ID:$CRONWRIGHT_ATTEMPT" in *[13579]:1|*[59]:2) exit 3;; esac'
         )
         store = self.proxies[index].url(self.url)
-        path = self.folder / f"{label}.toml"
-        # JSON strings are TOML strings. A shutdown grace well past a run, so that a stop interrupts none.
-        path.write_text(
-            f"""
-[node]
-zone = "UTC"
-store = {json.dumps(store)}
-listen = "127.0.0.1:{free_port()}"
-max_concurrency = 32
-run_history = 10000
-lease_beat = "{LEASE_BEAT}s"
-lease_ttl = "{LEASE_TTL}s"
-shutdown_grace = "10s"
-
-[targets.log]
-kind = "command"
-
-[targets.log.actions.append]
-argv = {json.dumps(["/bin/sh", "-c", append])}
-
-[targets.log.actions.flaky]
-argv = {json.dumps(["/bin/sh", "-c", flaky])}
-"""
+        return write_node_config(
+            self.folder / f"{label}.toml", store, LEASE_BEAT, LEASE_TTL, {"append": append, "flaky": flaky}
         )
-        return path
 
     def launch(self, index: int) -> subprocess.Popen[bytes]:
         """Starts a new process as node `index` (a new generation, so a new label); see `await_beat`."""

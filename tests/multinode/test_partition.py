@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import shlex
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -43,7 +42,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_three_nodes import Cluster, free_port, recurring, wait_for
+from test_three_nodes import Cluster, recurring, wait_for
+from witnessed import witness_script, write_node_config
 
 import pg
 from cronwright.core import engine
@@ -126,37 +126,12 @@ class PartitionCluster(Cluster):
 
     def config(self, index: int) -> Path:
         assert self.proxy is not None
-        quoted_log = shlex.quote(str(self.log))
         node = f"node-{index}"
-        fields = "$CRONWRIGHT_FIRE_ID $CRONWRIGHT_ATTEMPT"
-        script = (
-            f'echo "start {node} {fields} $CRONWRIGHT_SCHEDULED_FOR" >> {quoted_log}; '
-            f"sleep {self.work_seconds}; "
-            f'echo "end {node} {fields}" >> {quoted_log}'
-        )
         store = self.proxy.url(self.url) if index == 0 else self.url
-        path = self.folder / f"node-{index}.toml"
-        # JSON strings are TOML strings. A shutdown grace well past a run, so that a stop interrupts none.
-        path.write_text(
-            f"""
-[node]
-zone = "UTC"
-store = {json.dumps(store)}
-listen = "127.0.0.1:{free_port()}"
-max_concurrency = 32
-run_history = 10000
-lease_beat = "{self.case.lease_beat}s"
-lease_ttl = "{self.case.lease_ttl}s"
-shutdown_grace = "10s"
-
-[targets.log]
-kind = "command"
-
-[targets.log.actions.append]
-argv = {json.dumps(["/bin/sh", "-c", script])}
-"""
+        script = witness_script(node, self.log, self.work_seconds)
+        return write_node_config(
+            self.folder / f"{node}.toml", store, self.case.lease_beat, self.case.lease_ttl, {"append": script}
         )
-        return path
 
     def node_id(self, index: int) -> str:
         pid = self.nodes[index].pid
