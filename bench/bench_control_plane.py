@@ -224,10 +224,12 @@ PEERS = {
 
 
 def level_rows(
-    schedules: int, store: str, ours: dict[str, list[float]], theirs: dict[str, list[float]]
+    schedules: int, store: str, fill: Fill, ours: dict[str, list[float]], theirs: dict[str, list[float]]
 ) -> list[Row]:
     found = []
-    where = f"{schedules:,} schedules, {store}"
+    # The verbs are asked as `agent`: if its fill stopped short, the rows say how many are its own.
+    own = f" ({fill.by_agent:,} of them agent's)" if fill.by_agent < schedules else ""
+    where = f"{schedules:,} schedules{own}, {store}"
     for verb, samples in ours.items():
         peer_key, peer_label = PEERS.get(verb, ("", ""))
         peer_values = theirs.get(peer_key)
@@ -329,7 +331,7 @@ def rows(
                 theirs = peer_samples(place, schedules, samples, level)
                 found += [fill_row(schedules, store, seconds, rss, made), rss_row(schedules, store, rss)]
                 found.append(quota_row(schedules, fill))
-                found += level_rows(schedules, store, ours, theirs)
+                found += level_rows(schedules, store, fill, ours, theirs)
                 log(
                     f"control at {schedules:,}: "
                     + ", ".join(f"{verb} p99 {percentile(s, 99) * 1000:.1f} ms" for verb, s in ours.items())
