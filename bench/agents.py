@@ -63,6 +63,13 @@ class Agent:
     def read(self, path: str, **params: Any) -> dict[str, Any]:
         return self._answer(self.http.get(path, params=params), path)
 
+    def scrape(self, path: str) -> str:
+        """A GET whose reply is not the protocol's JSON (`/metrics`)."""
+        response = self.http.get(path)
+        if response.status_code != 200:
+            raise Refused(f"{self.source}: {path} answered {response.status_code}: {response.text[:200]}")
+        return response.text
+
     def _answer(self, response: httpx.Response, what: str) -> dict[str, Any]:
         try:
             reply: dict[str, Any] = response.json()

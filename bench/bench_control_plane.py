@@ -10,8 +10,8 @@ budget (`--fill-budget`) goes on through `bulk`, and the rows say where `agent` 
 one store (1,000, then 10,000, ...). At each N, as `agent`, over one keep-alive connection, the verbs are
 asked in turn (so a noisy moment hits all of them), each `--samples` times: status, list (a page of 50 from
 a random name on), get, history and audit (one schedule's, and the source's newest page of 20), preview,
-targets, update (a new cron minute), pause, resume, create and remove. Then the dashboard's schedules page
-(the operator's first 50) and the RSS of all of serve's processes together.
+targets, `/metrics` (Prometheus), update (a new cron minute), pause, resume, create and remove. Then the
+dashboard's schedules page (the operator's first 50) and the RSS of all of serve's processes together.
 
 APScheduler 3.11: a running BackgroundScheduler on its SQLAlchemyJobStore (a SQLite file), in this process
 (it is a library), holding N cron jobs (one made with add_job, the rest its copies in SQL: its add rate is
@@ -101,6 +101,7 @@ VERBS: dict[str, Verb] = {
     "history (the source's newest 20)": lambda agent, name, i: agent.read("/v1/runs", limit=20),
     "audit (one schedule)": lambda agent, name, i: agent.read("/v1/audit", name=name, limit=20),
     "audit (the source's newest 20)": lambda agent, name, i: agent.read("/v1/audit", limit=20),
+    "metrics": lambda agent, name, i: agent.scrape("/metrics"),
     "preview": lambda agent, name, i: agent.call(
         {"action": "preview", "expression": "0 9 * * MON-FRI", "tz": "Europe/Berlin", "count": 5}
     ),

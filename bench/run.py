@@ -107,6 +107,12 @@ def main() -> None:
         help="control plane: run on PostgreSQL too ($CRONWRIGHT_TEST_POSTGRES), after SQLite",
     )
     parser.add_argument(
+        "--control-fill-budget",
+        type=float,
+        help="control plane: seconds the source with max_schedules may take to fill a level (default 1,200"
+        " or N/400), after which a source without one makes the rest",
+    )
+    parser.add_argument(
         "--neighbours-large", action="store_true", help="noisy neighbours: 100,000 schedules (default 10,000)"
     )
     parser.add_argument("--multinode-jobs", type=int, help="one-shots per multi-node round (default 3,000)")
@@ -140,6 +146,7 @@ def main() -> None:
         + ([bench_control_plane.MILLION] if options.control_million else []),
         "control_samples": 30 if quick else bench_control_plane.SAMPLES,
         "control_stores": ["sqlite", "postgresql"] if options.control_postgres else ["sqlite"],
+        "control_fill_budget": options.control_fill_budget,
         "neighbours_schedules": bench_neighbours.LARGE
         if options.neighbours_large
         else bench_neighbours.SCHEDULES,
@@ -259,7 +266,11 @@ def control(sizes: dict[str, Any], pages: int, details: dict[str, Any]) -> list[
             )
             continue
         found += bench_control_plane.rows(
-            sizes["control_schedules"], sizes["control_samples"], pages, store == "postgresql"
+            sizes["control_schedules"],
+            sizes["control_samples"],
+            pages,
+            store == "postgresql",
+            sizes["control_fill_budget"],
         )
     details["control_matrix"] = bench_control_plane.matrix(found)
     return found
