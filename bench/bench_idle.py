@@ -1,22 +1,25 @@
-"""Idle cost of the whole process: wake-ups and CPU of an idle scheduler holding 10,000 schedules.
+"""Idle cost of the whole of serve: wake-ups and CPU of an idle scheduler holding 10,000 schedules.
 
-Each side is a process of its own, read from outside (/proc), every thread counted:
+Each side is read from outside (/proc), every thread of every one of its processes counted:
 
-- cronwright: a real `cronwright serve` (its HTTP server, its node, its warm python worker), on SQLite and
-  on PostgreSQL, holding 10,000 cron schedules that come due only in an hour (one made through the CLI,
-  the rest its copies in SQL). It should sleep until its once-a-minute safety pass (its beat, which keeps
-  its lease live for the processes that hand it a run_now) and not wake otherwise.
+- cronwright: a real `cronwright serve` (its HTTP server, its node, its warm python worker, and whatever
+  other processes it starts), on SQLite and on PostgreSQL, holding 10,000 cron schedules that come due only
+  in an hour (one made through the CLI, the rest its copies in SQL). It should sleep until its
+  once-a-minute safety pass (its beat, which keeps its lease live for the processes that hand it a run_now)
+  and not wake otherwise.
 - APScheduler 3.11: a BackgroundScheduler (SQLAlchemyJobStore on SQLite) holding 10,000 cron jobs due in
   an hour, in a child process.
 
 Wake-ups are counted from outside: every 100 ms the harness reads the context switches of every thread of
-the process (/proc/PID/task/*/status, voluntary and not), and a wake-up is a burst of consecutive 100 ms
-intervals in which they grew (a wake that does some work, such as cronwright's once-a-minute pass with its
-reads and its beat's commit, costs several switches, and those may straddle the edge of two intervals: it
-is one wake-up still). The JSON has the raw switches and the intervals with switches (`active_intervals`,
-what this row counted as wake-ups up to wave 2 session 6). CPU is the
-process's user + system time. The serve's python worker is a process of its own; its switches are in the
-JSON (`worker_switches`).
+the serve process and of every process under it (/proc/PID/task/*/status, voluntary and not; the
+processes are found again at each reading, through /proc/PID/task/*/children, so a child that starts later
+is counted too), and a wake-up is a burst of consecutive 100 ms intervals in which any of them grew (a wake
+that does some work, such as cronwright's once-a-minute pass with its reads and its beat's commit, costs
+several switches, and those may straddle the edge of two intervals, or touch two processes: it is one
+wake-up still). The JSON has the raw switches, the intervals with switches (`active_intervals`, what this
+row counted as wake-ups up to wave 2 session 6), and those intervals by process
+(`active_intervals_by_process`: which process woke). CPU is the user + system time of all the processes.
+Up to wave 3 the row counted the serve process alone, its python worker apart (`worker_switches`).
 
 run.py keeps the children idle for the whole run, beside the other benchmarks (at least a minute in a full
 run); a --quick window is shorter than the safety interval, so it may see no pass at all.
@@ -28,6 +31,7 @@ run); a --quick window is shorter than the safety interval, so it may see no pas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import subprocess
@@ -41,7 +45,7 @@ from typing import Any
 
 import aps3
 from common import BENCH, Row, clone_rows, log, table, utc_now
-from product import Serve, World, clone_rows_pg, cpu, descendants, drop_schema, pg_url, switches
+from product import Serve, World, clone_rows_pg, cpu, drop_schema, family, pg_url, switches
 
 SCHEDULES = 10_000
 MAX_WINDOW = 50 * 60.0
@@ -94,57 +98,88 @@ def child_apscheduler(path: Path) -> None:
     scheduler.shutdown()
 
 
+def family_switches(pid: int) -> dict[int, int]:
+    """The context switches of a process and of every process under it (a serve's fronts and workers,
+    whatever processes it starts), each process's every thread counted."""
+    found = {}
+    for member in family(pid):
+        with contextlib.suppress(OSError):  # a process that ended between the listing and the read
+            found[member] = switches(member)
+    return found
+
+
+def spent(before: dict[int, int], now: dict[int, int]) -> int:
+    """Switches between two readings: a process that started in between counts whole, one that ended
+    counts what it had done by its last reading (its last switches are lost, and are few)."""
+    return sum(count - before.get(pid, 0) for pid, count in now.items())
+
+
 @dataclass
 class Watched:
-    """One idle process, and what it had spent when the window opened; a sampler counts its wake-ups."""
+    """One idle process and all its descendants (their switches summed), and what they had spent when the
+    window opened; a sampler counts their wake-ups."""
 
     pid: int
     stop: Any
     began: float = 0.0
-    switches: int = 0
+    switches: dict[int, int] = field(default_factory=dict)
     cpu: float = 0.0
-    workers: dict[int, int] = field(default_factory=dict)
     wakeups: int = 0
     active_intervals: int = 0
+    # Each process's intervals with switches, so the JSON says which process woke.
+    by_process: dict[int, int] = field(default_factory=dict)
     _closing: threading.Event = field(default_factory=threading.Event)
     _sampler: threading.Thread | None = None
 
     def open(self) -> None:
         time.sleep(1.0)  # the end of boot (the first pass, the worker's handshake) is not idle time
-        self.began, self.switches, self.cpu = time.monotonic(), switches(self.pid), cpu(self.pid)
-        self.workers = {child: switches(child) for child in descendants(self.pid)}
+        self.began, self.switches, self.cpu = time.monotonic(), family_switches(self.pid), self._cpu()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
+
+    def _cpu(self) -> float:
+        total = 0.0
+        for member in family(self.pid):
+            with contextlib.suppress(OSError):
+                total += cpu(member)
+        return total
 
     def _sample(self) -> None:
         last, active = self.switches, False
         while not self._closing.wait(SAMPLE):
-            try:
-                now = switches(self.pid)
-            except OSError:
+            now = family_switches(self.pid)
+            if not now:
                 return
-            if now != last:
+            woke = [pid for pid, count in now.items() if count != last.get(pid)]
+            for pid in woke:
+                self.by_process[pid] = self.by_process.get(pid, 0) + 1
+            if woke:
                 self.active_intervals += 1
                 if not active:  # a burst's first interval: one wake-up, however many intervals it spans
                     self.wakeups += 1
-            active, last = now != last, now
+            active, last = bool(woke), {**last, **now}
 
-    def close(self) -> dict[str, float]:
+    def close(self) -> dict[str, Any]:
         self._closing.set()
         if self._sampler is not None:
             self._sampler.join(5)
         window = time.monotonic() - self.began
-        spent, used = switches(self.pid) - self.switches, cpu(self.pid) - self.cpu
-        workers = sum(switches(child) - before for child, before in self.workers.items())
+        now = family_switches(self.pid)
+        total = spent(self.switches, now)
+        own = now.get(self.pid, 0) - self.switches.get(self.pid, 0)
+        used = self._cpu() - self.cpu
         return {
             "window_s": window,
+            "processes": len(now),
             "wakeups": self.wakeups,
             "active_intervals": self.active_intervals,
-            "switches": spent,
+            "active_intervals_by_process": {str(pid): count for pid, count in self.by_process.items()},
+            "switches": total,
+            "main_process_switches": own,
+            "worker_switches": total - own,
             "cpu_s": used,
-            "worker_switches": workers,
             "wakeups_per_minute": self.wakeups * 60 / window,
-            "switches_per_minute": spent * 60 / window,
+            "switches_per_minute": total * 60 / window,
             "cpu_seconds_per_minute": used * 60 / window,
         }
 
@@ -209,13 +244,14 @@ class IdleSet:
             store = name.split(", ")[1]
             result.append(
                 Row(
-                    f"idle serve, 10,000 schedules, {store}: wake-ups/min, all threads ({window})",
+                    f"idle serve, 10,000 schedules, {store}: wake-ups/min, all processes ({window})",
                     "/min",
                     "lower",
                     ours["wakeups_per_minute"],
                     "APScheduler 3.11 (SQLite)",
                     theirs["wakeups_per_minute"],
-                    note=f"{intervals:.3g} 100 ms intervals/min with switches",
+                    note=f"{ours['processes']} processes, every thread; {intervals:.3g} 100 ms intervals/min"
+                    f" with switches, {ours['switches_per_minute']:.3g} switches/min",
                     details={"cronwright": ours, "peer": theirs},
                 )
             )

@@ -30,7 +30,7 @@ REQUESTS = 21
 TARGET_MS = 300.0
 
 
-def _link(world: World, env: dict[str, str]) -> str:
+def link(world: World, env: dict[str, str]) -> str:
     """The operator's one-time link; serve publishes its key just after it listens."""
     deadline = time.monotonic() + 30
     while True:
@@ -44,7 +44,7 @@ def _link(world: World, env: dict[str, str]) -> str:
         time.sleep(0.1)
 
 
-def _logged_in(link: str) -> httpx.Client:
+def logged_in(link: str) -> httpx.Client:
     url = httpx.URL(link)
     base = str(url.copy_with(path="/", query=None)).rstrip("/")
     client = httpx.Client(base_url=base, timeout=60)
@@ -68,7 +68,7 @@ def page_ms(schedules: int, requests: int) -> dict[str, list[float]]:
         clone_rows(world.db, "ui-0", "ui-copy-", schedules - 1)
         serve = Serve(world, env=env)
         try:
-            client = _logged_in(_link(world, env))
+            client = logged_in(link(world, env))
             samples: dict[str, list[float]] = {path: [] for path in PAGES}
             try:
                 for path, found in samples.items():

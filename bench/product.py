@@ -7,6 +7,7 @@ Also what the benchmarks read from outside a process: its threads' context switc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -128,6 +129,7 @@ class Serve:
             world.argv("serve"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
         )
         self._lines: list[str] = []
+        self.url = ""  # where its HTTP API listens, from its "listening on" log line
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, args=(self.process.stderr,), daemon=True)
         self._reader.start()
@@ -142,6 +144,8 @@ class Serve:
             self._lines.append(line)
             self.log.write(line)
             if "listening on" in line:
+                with contextlib.suppress(ValueError):
+                    self.url = str(json.loads(line).get("url") or "")
                 self._ready.set()
 
     @property
@@ -215,6 +219,11 @@ def cpu(pid: int) -> float:
     """CPU seconds (user + system) of the whole process, every thread, since it started."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def family(pid: int) -> list[int]:
+    """A process and every process under it: all of a serve, whatever children it starts."""
+    return [pid, *descendants(pid)]
 
 
 def rss_mb(pid: int) -> float:

@@ -23,10 +23,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aps4
+import bench_control_plane
 import bench_cron
 import bench_idle
 import bench_latency
 import bench_multinode
+import bench_neighbours
 import bench_pool
 import bench_product
 import bench_scale
@@ -40,6 +42,8 @@ SECTIONS = (
     "rss",
     "idle",
     "ui",
+    "control",
+    "neighbours",
     "multinode",
     "throughput",
     "latency",
@@ -88,6 +92,29 @@ def main() -> None:
     parser.add_argument(
         "--lag-samples", type=int, help="samples of each start-lag row (default 60; --quick 10)"
     )
+    parser.add_argument(
+        "--control-schedules",
+        type=int,
+        nargs="+",
+        help="the control-plane bench's Ns (default 1,000 10,000 100,000; --quick 1,000)",
+    )
+    parser.add_argument(
+        "--control-million", action="store_true", help="control plane: add N = 1,000,000 (about an hour)"
+    )
+    parser.add_argument(
+        "--control-postgres",
+        action="store_true",
+        help="control plane: run on PostgreSQL too ($CRONWRIGHT_TEST_POSTGRES), after SQLite",
+    )
+    parser.add_argument(
+        "--control-fill-budget",
+        type=float,
+        help="control plane: seconds the source with max_schedules may take to fill a level (default 1,200"
+        " or N/400), after which a source without one makes the rest",
+    )
+    parser.add_argument(
+        "--neighbours-large", action="store_true", help="noisy neighbours: 100,000 schedules (default 10,000)"
+    )
     parser.add_argument("--multinode-jobs", type=int, help="one-shots per multi-node round (default 3,000)")
     parser.add_argument("--multinode-rounds", type=int, help="multi-node rounds (default 3; --quick 1)")
     options = parser.parse_args()
@@ -115,6 +142,16 @@ def main() -> None:
         "rss_schedules": options.rss_schedules or (100_000 if quick else 1_000_000),
         "ui_schedules": bench_ui.SCHEDULES,
         "ui_requests": 7 if quick else bench_ui.REQUESTS,
+        "control_schedules": (options.control_schedules or ([1_000] if quick else [1_000, 10_000, 100_000]))
+        + ([bench_control_plane.MILLION] if options.control_million else []),
+        "control_samples": 30 if quick else bench_control_plane.SAMPLES,
+        "control_stores": ["sqlite", "postgresql"] if options.control_postgres else ["sqlite"],
+        "control_fill_budget": options.control_fill_budget,
+        "neighbours_schedules": bench_neighbours.LARGE
+        if options.neighbours_large
+        else bench_neighbours.SCHEDULES,
+        "neighbours_seconds": 15.0 if quick else bench_neighbours.SECONDS,
+        "neighbours_burst": bench_neighbours.BURST,
         "multinode_jobs": options.multinode_jobs or (150 if quick else 3_000),
         "multinode_rounds": options.multinode_rounds or (1 if quick else 3),
         "throughput_jobs": options.jobs or (200 if quick else 10_000),
@@ -139,6 +176,13 @@ def main() -> None:
         ("lag", lambda: bench_latency.lag_rows(sizes["lag_samples"])),
         ("rss", lambda: bench_product.rss_rows(sizes["rss_schedules"])),
         ("ui", lambda: bench_ui.rows(sizes["ui_schedules"], sizes["ui_requests"])),
+        ("control", lambda: control(sizes, 7 if quick else bench_ui.REQUESTS, details)),
+        (
+            "neighbours",
+            lambda: bench_neighbours.rows(
+                sizes["neighbours_schedules"], sizes["neighbours_seconds"], sizes["neighbours_burst"]
+            ),
+        ),
         ("multinode", lambda: multinode(sizes["multinode_jobs"], sizes["multinode_rounds"], details)),
         (
             "throughput",
@@ -188,6 +232,8 @@ def main() -> None:
         f"{description['python']}; medians of runs side by side\n"
     )
     print(table(ordered))
+    if "control_matrix" in details:
+        print(f"\ncontrol plane, p50 / p99 in ms (peer: APScheduler 3.11)\n\n{details['control_matrix']}")
     document = {
         "stamp": stamp,
         "mode": mode,
@@ -208,6 +254,25 @@ def multinode(jobs: int, rounds: int, details: dict[str, Any]) -> list[Row]:
         return [failed("multinode", RuntimeError(f"no PostgreSQL at {bench_idle.PG_SERVER}"))]
     found, peers = bench_multinode.rows(jobs, jobs, rounds)
     details["multinode"] = peers
+    return found
+
+
+def control(sizes: dict[str, Any], pages: int, details: dict[str, Any]) -> list[Row]:
+    found: list[Row] = []
+    for store in sizes["control_stores"]:
+        if store == "postgresql" and not bench_idle.postgres_available():
+            found.append(
+                failed("control, PostgreSQL", RuntimeError(f"no PostgreSQL at {bench_idle.PG_SERVER}"))
+            )
+            continue
+        found += bench_control_plane.rows(
+            sizes["control_schedules"],
+            sizes["control_samples"],
+            pages,
+            store == "postgresql",
+            sizes["control_fill_budget"],
+        )
+    details["control_matrix"] = bench_control_plane.matrix(found)
     return found
 
 

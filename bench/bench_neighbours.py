@@ -1,0 +1,242 @@
+"""Noisy neighbours: does one source's load on `cronwright serve` delay the firings of another?
+
+A real `cronwright serve` on SQLite whose config has three sources, each reaching it only over HTTP:
+
+- `agent` holds N schedules (created through the API, 4 connections at once; quiet cron schedules that do
+  not come due) and, in the loaded half, sends the mixed load: 200 requests a second from 4 client threads,
+  each with its own connection, 20 of them creates and the rest status, list (a page of 50), get and
+  history in turn (`agents.Load`);
+- `other` holds one python job that fires every second (`* * * * * *`): its start lag is the run's recorded
+  `started_at` against its `scheduled_for` (from `GET /v1/runs`, the run records), p50, p99 and max over
+  a window, quiet and then under the load;
+- `burst` creates 2,000 python one-shots due at one instant (through the API, a few seconds ahead), quiet
+  and then under the load: the throughput is 2,000 over the time from the due instant to the last run's
+  recorded finish (the newest in `GET /v1/runs`), once every run is in the store (counted from outside).
+
+Before the quiet half, a first burst of 32 starts every python worker (a serving node's pool is warm).
+The rows put each loaded figure against the same serve quiet: the ratio says how much the neighbour cost.
+
+    python bench/bench_neighbours.py [--quick] [--schedules N] [--large] [--seconds S] [--burst B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, Load, add_sources, create_all, instant, job, rounded
+from common import Row, at_iso, log, percentile, table, utc_now
+from product import Serve, World, wait_until
+
+SCHEDULES = 10_000
+LARGE = 100_000
+BURST = 2_000
+WARM_UP = 32
+SECONDS = 60.0
+LOAD_RATE = 200.0
+LOAD_CREATES = 20.0
+TARGET_LAG_P99 = 0.020
+TARGET_BURST_RATIO = 0.9
+
+
+def quiet_names(count: int) -> list[str]:
+    return [f"q{index:07d}" for index in range(count)]
+
+
+def records(db: Path, query: str, *params: Any) -> list[Any]:
+    """Rows read from the store's file from outside, read-only (the run records are what serve wrote)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60) as connection:
+        return connection.execute(query, params).fetchall()
+
+
+def burst_done(db: Path, prefix: str) -> tuple[int, float | None]:
+    """How many runs are recorded for the one-shots named prefix..., and the last one's finish (epoch s)."""
+    ((count, last),) = records(
+        db,
+        "SELECT count(*), max(finished_at) FROM runs WHERE job_id IN"
+        " (SELECT id FROM jobs WHERE created_by = 'burst' AND name >= ? AND name < ?)",
+        prefix,
+        prefix + "\uffff",
+    )
+    return int(count), (last / 1e6 if last is not None else None)
+
+
+def lags(db: Path, began: float, ended: float) -> list[float]:
+    """Start lags (s) of the `tick` job's runs due within [began, ended) (epoch s): each run's recorded
+    started_at against its scheduled_for, as the store holds them (to the microsecond)."""
+    found = []
+    for (data,) in records(
+        db, "SELECT runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id WHERE jobs.name = 'tick'"
+    ):
+        run = json.loads(data)
+        due = instant(run["scheduled_for"]).timestamp()
+        if began <= due < ended and run.get("started_at"):
+            found.append(instant(run["started_at"]).timestamp() - due)
+    return sorted(found)
+
+
+def make_burst(url: str, prefix: str, count: int, due: datetime) -> dict[str, Any]:
+    """`count` python one-shots of `burst`, due at `due`, made through HTTP over a few connections."""
+    began = time.perf_counter()
+    create_all(url, "burst", [job(f"{prefix}{index:05d}", run_at=at_iso(due)) for index in range(count)])
+    made = time.perf_counter() - began
+    if utc_now() > due:
+        raise RuntimeError(f"the burst {prefix} was still being made at its due instant ({made:.1f}s)")
+    return {"jobs": count, "due": due.timestamp(), "create_seconds": made}
+
+
+def burst_rate(db: Path, prefix: str, made: dict[str, Any]) -> dict[str, Any]:
+    """Waits until every one-shot of the burst has its run recorded; the rate from the due instant to the
+    last recorded finish."""
+    count = made["jobs"]
+    wait_until(f"{count} runs of {prefix}", lambda: burst_done(db, prefix)[0] >= count, 1800, 0.05)
+    last = burst_done(db, prefix)[1]
+    assert last is not None
+    seconds = last - made["due"]
+    return {**made, "seconds": seconds, "rate": count / seconds}
+
+
+def window(db: Path, seconds: float) -> list[float]:
+    began = time.time()
+    time.sleep(seconds)
+    time.sleep(1.0)  # the window's last run is recorded once it finished
+    return lags(db, began, began + seconds)
+
+
+def described(name: str, found: list[float], fired: dict[str, Any]) -> None:
+    log(
+        f"neighbours {name}: lag p50 {percentile(found, 50) * 1000:.1f} ms, p99"
+        f" {percentile(found, 99) * 1000:.1f} ms, max {max(found) * 1000:.1f} ms ({len(found)} runs);"
+        f" burst {fired['rate']:.0f}/s (made in {fired['create_seconds']:.1f}s)"
+    )
+
+
+def measure(schedules: int, seconds: float, count: int) -> dict[str, Any]:
+    """Quiet: a lag window, then a burst. Loaded: the burst made first (quiet, due after the window), then
+    the load on, a lag window, the burst comes due, the load off once it all ran."""
+    with tempfile.TemporaryDirectory(prefix="bench-neighbours-") as folder:
+        world = World(Path(folder))
+        add_sources(world, {"agent": {}, "other": {}, "burst": {}})
+        serve = Serve(world)
+        try:
+            url, db = serve.url, world.db
+            names = quiet_names(schedules)
+            began = time.perf_counter()
+            create_all(url, "agent", [job(name) for name in names])
+            fill = time.perf_counter() - began
+            log(f"neighbours: {schedules:,} schedules made through HTTP in {fill:.1f}s")
+            ticker = Agent(url, "other")
+            ticker.call(job("tick", {"cron": "* * * * * *"}))
+            ticker.close()
+            soon = utc_now() + timedelta(seconds=2)
+            warm = burst_rate(db, "warm-", make_burst(url, "warm-", WARM_UP, soon))
+            # Time to make a burst before it is due: at the fill's rate, twice over, and 3 s more.
+            margin = timedelta(seconds=3.0 + 2 * count / (schedules / fill))
+            quiet_lags = window(db, seconds)
+            quiet = burst_rate(db, "bq-", make_burst(url, "bq-", count, utc_now() + margin))
+            described("quiet", quiet_lags, quiet)
+            made = make_burst(url, "bl-", count, utc_now() + margin + timedelta(seconds=seconds + 2))
+            load = Load(url, "agent", names, LOAD_RATE, LOAD_CREATES)
+            load.start()
+            try:
+                time.sleep(1.0)  # the load's first requests (its connections) are not the window
+                loaded_lags = window(db, seconds)
+                if time.time() > made["due"]:
+                    raise RuntimeError("the loaded burst came due inside the lag window")
+                loaded = burst_rate(db, "bl-", made)
+            finally:
+                load.stop()
+            described("under load", loaded_lags, loaded)
+        finally:
+            serve.stop()
+    return {
+        "schedules": schedules,
+        "fill_seconds": fill,
+        "warm": warm,
+        "quiet": {"lags_s": quiet_lags, "burst": quiet},
+        "loaded": {"lags_s": loaded_lags, "burst": loaded},
+        "load": load.summary(),
+    }
+
+
+def rows(schedules: int = SCHEDULES, seconds: float = SECONDS, count: int = BURST) -> list[Row]:
+    found = measure(schedules, seconds, count)
+    quiet, loaded, load = found["quiet"], found["loaded"], found["load"]
+    where = f"{schedules:,} schedules"
+    offered = (
+        f"load: {load['requests_per_second']:.0f} requests/s achieved of {LOAD_RATE:.0f}"
+        f" ({load['creates_per_second']:.0f} creates/s), {sum(load['errors'].values())} errors"
+    )
+    result = []
+    for label, q in (("p50", 50), ("p99", 99), ("max", 100)):
+        ours = percentile(loaded["lags_s"], q)
+        # An occurrence that never ran (skipped while the one before was late) is no sample: the counts
+        # of runs against the window's seconds say so.
+        counts = f"{len(loaded['lags_s'])} loaded, {len(quiet['lags_s'])} quiet"
+        runs = f"runs in each {seconds:.0f} s window: {counts}"
+        note = f"{offered}; {runs}"
+        if q == 99:
+            note = f"target < 20 ms ({'met' if ours < TARGET_LAG_P99 else 'NOT met'}); " + note
+        result.append(
+            Row(
+                f"neighbours, {where}: start lag {label} of another source's `* * * * * *`, under load",
+                "s",
+                "lower",
+                ours,
+                "the same serve, quiet",
+                percentile(quiet["lags_s"], q),
+                note=note,
+                details={"loaded_s": rounded(loaded["lags_s"]), "quiet_s": rounded(quiet["lags_s"])},
+            )
+        )
+    ratio = loaded["burst"]["rate"] / quiet["burst"]["rate"]
+    verdict = "met" if ratio >= TARGET_BURST_RATIO else "NOT met"
+    result.append(
+        Row(
+            f"neighbours, {where}: {count:,} due python one-shots, under load",
+            "firings/s",
+            "higher",
+            loaded["burst"]["rate"],
+            "the same serve, quiet",
+            quiet["burst"]["rate"],
+            note=f"target >= 0.9x ({verdict}); {offered}",
+            details={"quiet": quiet["burst"], "loaded": loaded["burst"]},
+        )
+    )
+    for verb, samples in sorted(load["latencies_s"].items()):
+        result.append(
+            Row(
+                f"neighbours, {where}: the load's own {verb}, p99 (p50 in the note)",
+                "s",
+                "lower",
+                percentile(samples, 99),
+                "",
+                note=f"p50 {percentile(samples, 50) * 1000:.3g} ms, {len(samples)} requests; no peer",
+            )
+        )
+    kept = {key: value for key, value in load.items() if key != "latencies_s"}
+    result[-1].details = {"load": kept, "fill_seconds": found["fill_seconds"], "warm": found["warm"]}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="20-second windows")
+    parser.add_argument("--schedules", type=int, help=f"the N agent holds (default {SCHEDULES:,})")
+    parser.add_argument("--large", action="store_true", help=f"N = {LARGE:,}")
+    parser.add_argument("--seconds", type=float, help=f"each lag window (default {SECONDS:.0f}; --quick 20)")
+    parser.add_argument("--burst", type=int, default=BURST, help="one-shots per burst")
+    options = parser.parse_args()
+    schedules = options.schedules or (LARGE if options.large else SCHEDULES)
+    seconds = options.seconds or (20.0 if options.quick else SECONDS)
+    print(table(rows(schedules, seconds, options.burst)))
+
+
+if __name__ == "__main__":
+    main()
