@@ -656,13 +656,6 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             return timedelta(0)
         return left if database else oldest + ttl - now  # type: ignore[no-any-return]
 
-    def counts(self) -> dict[str, int]:
-        counts = {state.value: 0 for state in State}
-        with self._session(write=False) as connection:
-            rows = connection.execute(_Q["counts"]).fetchall()
-        counts.update({str(state): int(number) for state, number in rows})
-        return counts
-
     # -- wake-ups ----------------------------------------------------------------------------------
 
     def watch(self, wake: Callable[[], None]) -> Listener:

@@ -83,6 +83,19 @@ SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = %s AND st
 -- name: counts
 SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
 
+-- name: counts_of_source
+-- A source's `status`: answered from the index jobs_created_by alone, no record decoded.
+SELECT state, count(*) FROM jobs WHERE NOT deleted AND created_by = %s GROUP BY state
+
+-- name: backfills_waiting
+-- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue
+-- (the record has `backfill` only while its queue is not empty), so no record is decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND (data ->> 'backfill') IS NOT NULL
+
+-- name: jobs_by_id
+-- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
+
 -- name: notify
 -- Delivered when the transaction commits, and never if it rolls back.
 SELECT pg_notify(%s, %s)
@@ -109,6 +122,14 @@ DELETE FROM runs WHERE seq IN (SELECT seq FROM (
 -- job's, and for a page after a run, `finished_at <= %s AND (finished_at < %s OR seq < %s)`, written so
 -- that the index's range applies.
 SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT %s
+
+-- name: runs_of_source
+-- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. Only the rows of the page are
+-- decoded; the jobs are matched on their indexed columns.
+SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
+WHERE NOT jobs.deleted AND jobs.created_by = %s{after}
+ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT %s
 
 -- name: run_finished_at
 SELECT finished_at FROM runs WHERE seq = %s

@@ -67,6 +67,19 @@ SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = ? AND sta
 -- name: counts
 SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
 
+-- name: counts_of_source
+-- A source's `status`: answered from the index jobs_created_by alone, no record decoded.
+SELECT state, count(*) FROM jobs WHERE NOT deleted AND created_by = ? GROUP BY state
+
+-- name: backfills_waiting
+-- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue
+-- (the record has `backfill` only while its queue is not empty), so no record is decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND json_extract(data, '$.backfill') IS NOT NULL
+
+-- name: jobs_by_id
+-- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
+
 -- Runs ----------------------------------------------------------------------------------------------
 
 -- name: insert_runs
@@ -91,6 +104,14 @@ DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (P
 -- job's, and for a page after a run, `finished_at <= ? AND (finished_at < ? OR seq < ?)`, written so
 -- that the index's range applies.
 SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT ?
+
+-- name: runs_of_source
+-- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. Only the rows of the page are
+-- decoded; the jobs are matched on their indexed columns.
+SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
+WHERE NOT jobs.deleted AND jobs.created_by = ?{after}
+ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT ?
 
 -- name: run_finished_at
 SELECT finished_at FROM runs WHERE seq = ?
