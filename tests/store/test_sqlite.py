@@ -441,11 +441,14 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
     gone = store.insert(job("gone", created_by="agent"))
     theirs = store.insert(job("theirs", created_by="other"))
     store.delete(gone.id)
+    store.save([], [run(mine.id, "f-mine"), run(theirs.id, "f-theirs")])
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, user_version 1.
     with sqlite3.connect(path) as connection:
         connection.execute("DROP TABLE audit")  # (migration 0003's)
-        connection.execute("DROP INDEX jobs_backfilling")  # (migration 0005's)
+        connection.execute("DROP INDEX jobs_backfilling")  # (migration 0005's, and runs.owner)
+        connection.execute("DROP INDEX runs_owner_newest")
+        connection.execute("ALTER TABLE runs DROP COLUMN owner")
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
         connection.execute("DROP TABLE notifications")  # (migration 0004's)
@@ -459,6 +462,8 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
         assert store.count_live("agent") == 1
         rows = connection_of(store).execute("SELECT id, created_by FROM jobs ORDER BY id").fetchall()
         assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]
+        # Migration 0005: each run takes its job's creator, and a source's history finds its own.
+        assert [found.fire_id for found in store.runs(created_by="agent")] == ["f-mine"]
     finally:
         store.close()
 

@@ -105,8 +105,10 @@ SELECT pg_notify(%s, %s)
 -- name: insert_run
 -- Idempotent by (job_id, fire_id, attempt), as on SQLite: a save replayed after its outcome was
 -- unknown (semantic 29) writes no run twice, and the store checks that a row it met is this very
--- record (recorded_run).
-INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)
+-- record (recorded_run). The run takes its job's creator as its owner (the last parameter is the job's
+-- id again): a source's history reads by it.
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data, owner)
+VALUES (%s, %s, %s, %s, %s, coalesce((SELECT created_by FROM jobs WHERE id = %s), ''))
 ON CONFLICT (job_id, fire_id, attempt) DO NOTHING RETURNING seq
 
 -- name: recorded_run
@@ -125,10 +127,11 @@ SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT %s
 
 -- name: runs_of_source
 -- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
--- a page's condition on runs.finished_at and runs.seq, as in `runs`. Only the rows of the page are
--- decoded; the jobs are matched on their indexed columns.
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. It walks runs_owner_newest from
+-- the newest and stops at the LIMIT (passing only the runs of the source's deleted jobs), and decodes
+-- the page's rows alone.
 SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
-WHERE NOT jobs.deleted AND jobs.created_by = %s{after}
+WHERE runs.owner = %s AND NOT jobs.deleted{after}
 ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT %s
 
 -- name: run_finished_at

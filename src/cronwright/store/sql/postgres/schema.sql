@@ -65,6 +65,8 @@ CREATE TABLE runs (
     attempt integer NOT NULL,
     finished_at timestamptz NOT NULL,
     data json NOT NULL,
+    -- The creator of the run's job (jobs.created_by): a source's history reads its own runs by it.
+    owner text NOT NULL DEFAULT '',
     -- Two rows with one key would be one attempt run twice: the database refuses the second, even if
     -- a lease was mis-handled and two nodes both believed they held the attempt.
     CONSTRAINT runs_once UNIQUE (job_id, fire_id, attempt)
@@ -73,6 +75,9 @@ CREATE TABLE runs (
 CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
 
 CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+-- A source's history: its newest runs, a page at a time.
+CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
 
 -- One row per live node: its lease over all of its runs in flight.
 CREATE TABLE nodes (

@@ -86,8 +86,13 @@ SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
 -- Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
 -- replayed after its outcome was unknown (semantic 29) writes nothing twice. The store then checks that
 -- the row it met is this very record (recorded_run): another one is a second record of one attempt.
--- One statement for the runs of a save; {rows} is `(?, ?, ?, ?, ?)` once per run.
-INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES {rows}
+-- One statement for the runs of a save; {rows} is `(?, ?, ?, ?, ?)` once per run. Each run takes its
+-- job's creator as its owner (a source's history reads by it); the rows go in in the order given.
+-- (`WHERE true` tells the parser that ON CONFLICT is the upsert's, not a join's.)
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data, owner)
+SELECT v.column1, v.column2, v.column3, v.column4, v.column5,
+    coalesce((SELECT created_by FROM jobs WHERE jobs.id = v.column1), '')
+FROM (VALUES {rows}) AS v WHERE true
 ON CONFLICT (job_id, fire_id, attempt) DO NOTHING
 
 -- name: recorded_run
@@ -107,10 +112,11 @@ SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT ?
 
 -- name: runs_of_source
 -- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
--- a page's condition on runs.finished_at and runs.seq, as in `runs`. Only the rows of the page are
--- decoded; the jobs are matched on their indexed columns.
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. It walks runs_owner_newest from
+-- the newest and stops at the LIMIT (passing only the runs of the source's deleted jobs), and decodes
+-- the page's rows alone.
 SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
-WHERE NOT jobs.deleted AND jobs.created_by = ?{after}
+WHERE runs.owner = ? AND NOT jobs.deleted{after}
 ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT ?
 
 -- name: run_finished_at

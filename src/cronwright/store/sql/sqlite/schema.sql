@@ -46,6 +46,8 @@ CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND json_ex
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
 
+-- Runs: `owner` is the creator of the run's job (a source's history reads its own runs through
+-- runs_owner_newest); it sits where migration 0005's ALTER TABLE leaves it, so both roads match.
 CREATE TABLE runs (
     -- Insertion order, the tie-break for runs that finished at the same instant.
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -54,7 +56,7 @@ CREATE TABLE runs (
     fire_id TEXT NOT NULL,
     attempt INTEGER NOT NULL,
     finished_at INTEGER NOT NULL,
-    data TEXT NOT NULL,
+    data TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
     -- Two rows with one key would be one attempt run twice: the database refuses the second.
     UNIQUE (job_id, fire_id, attempt)
 ) STRICT;
@@ -62,6 +64,9 @@ CREATE TABLE runs (
 CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
 
 CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+-- A source's history: its newest runs, a page at a time.
+CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
 
 CREATE TABLE nodes (
     node TEXT PRIMARY KEY,
