@@ -50,6 +50,9 @@ CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
 -- A source's own jobs: its `list` (by state, ordered by name) and its count of live jobs.
 CREATE INDEX jobs_created_by ON jobs (created_by, state, name) WHERE NOT deleted;
 
+-- A source's `list` without a state: a page in the order of names, read from the index.
+CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
+
 -- A source's backfills waiting (its quota counts them): only the rows whose record has a queue.
 CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND (data ->> 'backfill') IS NOT NULL;
 

@@ -46,8 +46,8 @@ SELECT id, version, data, deleted FROM jobs WHERE dedupe_key = ? ORDER BY id
 SELECT id, version, data FROM jobs WHERE NOT deleted
 
 -- name: count_live
--- Answered from the index jobs_created_by alone: no row is read, no record decoded.
-SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND state IN ({live})
+-- From the counters the triggers keep (job_counts): a row per state, whatever the jobs.
+SELECT coalesce(sum(n), 0) FROM job_counts WHERE created_by = ? AND state IN ({live})
 
 -- name: due
 -- `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks the
@@ -65,11 +65,12 @@ UPDATE jobs SET deleted = 1 WHERE id = ? AND NOT deleted
 SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = ? AND state = ? ORDER BY id
 
 -- name: counts
-SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
+-- From the counters the triggers keep: a row per source and state, not one per job.
+SELECT state, sum(n) FROM job_counts GROUP BY state
 
 -- name: counts_of_source
--- A source's `status`: answered from the index jobs_created_by alone, no record decoded.
-SELECT state, count(*) FROM jobs WHERE NOT deleted AND created_by = ? GROUP BY state
+-- A source's `status`, from the counters the triggers keep: a row per state.
+SELECT state, n FROM job_counts WHERE created_by = ?
 
 -- name: backfills_waiting
 -- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue

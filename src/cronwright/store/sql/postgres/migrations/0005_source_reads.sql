@@ -2,6 +2,9 @@
 -- than by decoding every job of the source. Additive: an index, and a column with a default. Never edit
 -- a released migration: add the next numbered file, and update schema.sql to match.
 
+-- Its `list`, a page at a time in the order of names, without sorting every job it has first.
+CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
+
 -- Its backfills waiting, which count against its max_schedules: an index that holds only the rows with
 -- a queue (a record has `backfill` only while its queue is not empty).
 CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND (data ->> 'backfill') IS NOT NULL;
