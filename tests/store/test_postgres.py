@@ -23,7 +23,7 @@ import pg
 from conftest import ScriptedRunner
 from cronwright.clock import SystemClock
 from cronwright.core.events import MemorySink
-from cronwright.core.model import AtSchedule, InFlight, Job, State
+from cronwright.core.model import AtSchedule, InFlight, Job, Outcome, Run, State
 from cronwright.errors import StoreCorrupt, StoreError
 from cronwright.node import drive
 from cronwright.node.node_settings import NodeSettings
@@ -658,10 +658,18 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     gone = store.insert(job("gone", created_by="agent"))
     theirs = store.insert(job("theirs", created_by="other"))
     store.delete(gone.id)
+    store.save(
+        [],
+        [
+            Run(owner.id, owner.name, f"f-{owner.name}", 1, T0, T0, T0, Outcome.OK, "", 0, "n")
+            for owner in (mine, theirs)
+        ],
+    )
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, schema version 1.
     with pg.connect(url) as connection, connection.transaction():
         connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        connection.execute("ALTER TABLE runs DROP COLUMN owner")  # (migration 0005's, and its index)
         connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
@@ -672,6 +680,8 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     assert again.jobs(created_by="agent") == [mine]
     assert again.jobs(created_by="other") == [theirs]
     assert again.count_live("agent") == 1
+    # Migration 0005: each run takes its job's creator, and a source's history finds its own.
+    assert [found.fire_id for found in again.runs(created_by="agent")] == ["f-mine"]
     with pg.connect(url) as connection:
         rows = connection.execute(
             sql.SQL("SELECT id, created_by FROM {}.jobs ORDER BY id").format(sql.Identifier(store.schema))

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from cronwright.core.model import EverySchedule, Job, Outcome, Run
+from cronwright.core.model import EverySchedule, Job, Outcome, Run, State
 from cronwright.errors import ConfigError, NameTaken, StoreCorrupt, StoreError
 from cronwright.store import MemoryStore, SqliteStore, open_store
 from cronwright.store.sqlite import APPLICATION_ID, schema_version
@@ -105,6 +105,7 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(tmp_path: Path) -> N
     assert schema_of(migrated) == schema_of(fresh)
     assert [name for kind, name, _ in schema_of(fresh) if kind == "table"] == [
         "audit",
+        "job_counts",
         "jobs",
         "nodes",
         "notifications",
@@ -441,10 +442,18 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
     gone = store.insert(job("gone", created_by="agent"))
     theirs = store.insert(job("theirs", created_by="other"))
     store.delete(gone.id)
+    store.save([], [run(mine.id, "f-mine"), run(theirs.id, "f-theirs")])
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, user_version 1.
     with sqlite3.connect(path) as connection:
         connection.execute("DROP TABLE audit")  # (migration 0003's)
+        connection.execute("DROP INDEX jobs_backfilling")  # (migration 0005's: and runs.owner, the counters)
+        connection.execute("DROP INDEX runs_owner_newest")
+        connection.execute("DROP INDEX jobs_created_by_name")
+        connection.execute("ALTER TABLE runs DROP COLUMN owner")
+        for trigger in ("insert", "update", "delete"):
+            connection.execute(f"DROP TRIGGER jobs_counted_{trigger}")
+        connection.execute("DROP TABLE job_counts")
         connection.execute("DROP INDEX jobs_created_by")
         connection.execute("ALTER TABLE jobs DROP COLUMN created_by")
         connection.execute("DROP TABLE notifications")  # (migration 0004's)
@@ -458,6 +467,10 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
         assert store.count_live("agent") == 1
         rows = connection_of(store).execute("SELECT id, created_by FROM jobs ORDER BY id").fetchall()
         assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]
+        # Migration 0005: each run takes its job's creator, and a source's history finds its own; the
+        # counters start from the rows there are.
+        assert [found.fire_id for found in store.runs(created_by="agent")] == ["f-mine"]
+        assert (store.counts("agent")["active"], store.counts()["active"]) == (1, 2)
     finally:
         store.close()
 
@@ -471,3 +484,31 @@ def test_a_rename_onto_a_live_name_among_other_jobs_refuses_the_whole_save(store
         store.save([one.evolve(occurrences=1), three.evolve(name="two"), two.evolve(occurrences=1)])
 
     assert [store.get(found.id) for found in (one, two, three)] == [one, two, three]
+
+
+def test_the_counters_stay_equal_to_the_rows_through_writes_and_hand_edits(store: SqliteStore) -> None:
+    # job_counts is kept by triggers: whatever writes a job's row (the store, or a hand edit behind its
+    # back), each source's count in each state stays what counting the rows says.
+    made = [
+        store.insert(job(f"j{index}", created_by="agent" if index % 3 else "other")) for index in range(9)
+    ]
+    store.save([made[0].evolve(state=State.PAUSED), made[1].evolve(state=State.EXPIRED, next_run_at=None)])
+    store.delete(made[2].id)
+    connection = connection_of(store)
+    with connection:
+        connection.execute("UPDATE jobs SET state = 'done' WHERE id = ?", (made[3].id,))
+        connection.execute("DELETE FROM jobs WHERE id = ?", (made[4].id,))
+        connection.execute("UPDATE jobs SET deleted = 1 WHERE id = ?", (made[5].id,))
+        connection.execute("UPDATE jobs SET deleted = 0 WHERE id = ?", (made[2].id,))
+
+    counted = connection.execute(
+        "SELECT created_by, state, count(*) FROM jobs WHERE NOT deleted GROUP BY 1, 2 ORDER BY 1, 2"
+    ).fetchall()
+    kept = connection.execute(
+        "SELECT created_by, state, n FROM job_counts WHERE n > 0 ORDER BY 1, 2"
+    ).fetchall()
+    assert kept == counted
+    assert store.counts("agent") == {
+        **{state.value: 0 for state in State},
+        **{state: n for source, state, n in counted if source == "agent"},
+    }

@@ -812,6 +812,79 @@ def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Stor
     assert store.count_live("agent") == 2
 
 
+def decoded_counts(store: Store, source: str) -> tuple[dict[str, int], int]:
+    """What `status` and the quota computed before semantic 42, by decoding every job of the source: the
+    count in each state, and how many have a backfill queue. The aggregates must say the same."""
+    counts = {state.value: 0 for state in State}
+    jobs = store.jobs(created_by=source)
+    for found in jobs:
+        counts[found.state.value] += 1
+    return counts, sum(1 for found in jobs if found.backfill)
+
+
+def test_a_sources_counts_and_backfills_waiting_follow_each_change_as_decoding_would(store: Store) -> None:
+    day = timedelta(days=1)
+    active = store.insert(job("active", created_by="agent"))
+    queued = store.insert(job("queued", created_by="agent", backfill=(T0 - 2 * day, T0 - day)))
+    store.insert(job("paused", created_by="agent", state=State.PAUSED, paused_by=PausedBy.OPERATOR))
+    store.insert(job("ended", created_by="agent", state=State.EXPIRED, next_run_at=None, backfill=(T0,)))
+    store.insert(job("theirs", created_by="other", backfill=(T0 - day,)))
+    gone = store.insert(job("gone", created_by="agent", backfill=(T0 - day,)))
+    store.delete(gone.id)
+
+    assert store.counts("agent") == {**{s.value: 0 for s in State}, "active": 2, "paused": 1, "expired": 1}
+    assert store.backfills_waiting("agent") == 2  # the deleted job's queue no longer counts
+    assert store.backfills_waiting("other") == 1
+    assert store.backfills_waiting("nobody") == 0
+    assert store.counts("nobody") == {state.value: 0 for state in State}
+    assert (store.counts("agent"), store.backfills_waiting("agent")) == decoded_counts(store, "agent")
+
+    # The queue starts (it empties), a job is queued, one ends: the counts follow every save.
+    assert store.save([queued.evolve(backfill=()), active.evolve(backfill=(T0 - day,))]) == [DURABLE] * 2
+    assert store.backfills_waiting("agent") == 2
+    started = store.get(active.id)
+    assert started is not None
+    assert store.save([started.evolve(state=State.DONE, next_run_at=None)]) == [DURABLE]
+    assert (store.counts("agent"), store.backfills_waiting("agent")) == decoded_counts(store, "agent")
+    assert store.counts("agent")["done"] == 1
+    assert sum(store.counts().values()) == sum(sum(store.counts(who).values()) for who in ("agent", "other"))
+
+
+def test_first_by_id_reads_the_oldest_jobs_not_deleted(store: Store) -> None:
+    made = [store.insert(job(name)) for name in ("c", "a", "d", "b")]
+    store.delete(made[1].id)
+
+    assert store.first_by_id(2) == [made[0], made[2]]
+    assert store.first_by_id(10) == [made[0], made[2], made[3]]
+    assert store.first_by_id(0) == []
+
+
+def test_a_sources_runs_are_its_jobs_not_deleted_newest_first_a_page_at_a_time(store: Store) -> None:
+    mine = store.insert(job("mine", created_by="agent"))
+    also = store.insert(job("also", created_by="agent"))
+    theirs = store.insert(job("theirs", created_by="other"))
+    gone = store.insert(job("gone", created_by="agent"))
+    second = timedelta(seconds=1)
+    runs = [
+        run(owner.id, f"f-{index}", finished=T0 + index * second)
+        for index, owner in enumerate([mine, theirs, also, gone, mine, theirs, also])
+    ]
+    store.save([], runs)
+    store.delete(gone.id)
+
+    newest = store.runs(created_by="agent")
+    assert [(found.job_id, found.fire_id) for found in newest] == [
+        (also.id, "f-6"),
+        (mine.id, "f-4"),
+        (also.id, "f-2"),
+        (mine.id, "f-0"),
+    ]
+    page = store.runs(limit=2, before=newest[1].id, created_by="agent")
+    assert [found.fire_id for found in page] == ["f-2", "f-0"]
+    assert store.runs(created_by="nobody") == []
+    assert [found.fire_id for found in store.runs(mine.id, created_by="agent")] == ["f-4", "f-0"]
+
+
 def test_with_dedupe_key_finds_every_row_deleted_ones_flagged(store: Store) -> None:
     old = store.insert(job("old", dedupe_key="nightly-backup"))
     store.delete(old.id)

@@ -3,7 +3,8 @@
 Per job (the first `per_job_metrics` jobs by id, so the series stay bounded and stable from scrape to
 scrape): `cronwright_job_next_run_timestamp_seconds`, `cronwright_job_last_success_timestamp_seconds`,
 `cronwright_job_last_run_outcome` (1, labelled with the outcome) and `cronwright_job_period_seconds` (the
-gap to the occurrence after next, so a rule can say "no success within two periods"). Per node:
+gap to the occurrence after next, so a rule can say "no success within two periods"). They are as large as
+the jobs they cover, by definition: a scrape reads those jobs once, and decodes none beyond them. Per node:
 `cronwright_last_pass_timestamp_seconds` and `cronwright_persistence_degraded` (1 while a save failed and
 jobs wait in memory for the next one, semantic 18). Jobs are labelled `name` and `target` (target.action);
 the label is not `job`, which Prometheus keeps for the scrape job.
@@ -25,7 +26,7 @@ from cronwright.core.model import AtSchedule, Job, Outcome, Persistence, Run
 class Reads(Protocol):
     """What the gauges read of a store (the node's, or a bare one)."""
 
-    def jobs(self) -> list[Job]: ...
+    def first_by_id(self, limit: int) -> list[Job]: ...
 
     def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]: ...
 
@@ -67,7 +68,7 @@ class AlertGauges(Collector):
     def _jobs(self) -> list[Job]:
         if self._limit <= 0:
             return []
-        return sorted(self._store.jobs(), key=lambda job: job.id)[: self._limit]
+        return self._store.first_by_id(self._limit)
 
     def _per_job(self, jobs: list[Job]) -> Iterable[GaugeMetricFamily]:
         labels = ["name", "target"]

@@ -425,10 +425,11 @@ class Service:
 
     def _backfills_waiting(self, source: Source) -> int:
         """The source's jobs with backfilled occurrences queued: each counts as one schedule against its
-        max_schedules until its queue has started (docs/backfill.md)."""
+        max_schedules until its queue has started (docs/backfill.md). Counted by the store from an
+        index, no job decoded: a create costs the same at a source's 100,000th schedule (semantic 42)."""
         if source.max_schedules is None:
             return 0
-        return sum(1 for job in self.store.jobs(created_by=source.name) if job.backfill)
+        return self.store.backfills_waiting(source.name)
 
     def quota_used(self, source: Source, adds: bool) -> tuple[int, int | None]:
         """The source's count against max_schedules were a backfill that `adds` a queue made, and the max."""

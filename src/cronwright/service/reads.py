@@ -6,13 +6,11 @@ reads its own schedules and entries only (semantics 36 and 40), and a request co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from cronwright.core import engine
 from cronwright.core.audit import entry_row
 from cronwright.core.model import (
-    Run,
     State,
 )
 from cronwright.core.sources import Source
@@ -82,10 +80,8 @@ def history(service: Service, request: Mapping[str, Any], source: Source) -> dic
     elif source.operator:
         runs = service.store.runs(None, wanted, before)
     else:
-        # A source's own jobs only: each one's newest runs, merged in the history's order.
-        mine = service.store.jobs(created_by=source.name)
-        runs = [run for job in mine for run in service.store.runs(job.id, wanted, before)]
-        runs = sorted(runs, key=_newest_first, reverse=True)[:wanted]
+        # A source's own jobs only, filtered in the store: their runs are read, not the jobs.
+        runs = service.store.runs(None, wanted, before, created_by=source.name)
     reply: dict[str, Any] = {"runs": [run_row(run, service.zone) for run in runs[:limit]]}
     last = runs[limit - 1].id if len(runs) > limit else None
     if last is not None:  # (a run not yet written, kept in memory while the store fails, has none)
@@ -122,7 +118,7 @@ def audit(service: Service, request: Mapping[str, Any], source: Source) -> dict[
 
 def status(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
     now = service.node.clock.now()
-    counts = service.store.counts() if source.operator else own_counts(service, source)
+    counts = service.store.counts(_own(source))
     return {
         "node": {
             "id": service.node.id,
@@ -142,13 +138,6 @@ def status(service: Service, request: Mapping[str, Any], source: Source) -> dict
         # Jobs with an occurrence in flight (its retries included), whichever process runs them.
         "running": counts[State.RUNNING.value],
     }
-
-
-def own_counts(service: Service, source: Source) -> dict[str, int]:
-    counts = {state.value: 0 for state in State}
-    for job in service.store.jobs(created_by=source.name):
-        counts[job.state.value] += 1
-    return counts
 
 
 def preview(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
@@ -195,11 +184,6 @@ def targets(service: Service, request: Mapping[str, Any], source: Source) -> dic
         ]
         described = [t for t in described if t["actions"]]
     return {"targets": described}
-
-
-def _newest_first(run: Run) -> tuple[datetime, int]:
-    """The history's order: by finish, then by id (a run not yet written, with none, is the newest)."""
-    return run.finished_at, 2**63 if run.id is None else run.id
 
 
 def _own(source: Source) -> str | None:

@@ -174,6 +174,19 @@ class Backend(Outbox, Protocol):
         """
         ...
 
+    def backfills_waiting(self, created_by: str) -> int:
+        """How many jobs not deleted that source created have backfilled occurrences queued (each counts
+        against its `max_schedules` until its queue has started, docs/backfill.md).
+
+        Cheap: no job is decoded, and a durable store reads only the rows that have a queue (an index).
+        """
+        ...
+
+    def first_by_id(self, limit: int) -> list[Job]:
+        """The first `limit` jobs not deleted, by id: a set that stays stable from read to read (the
+        per-job metrics'), read without decoding the jobs beyond it."""
+        ...
+
     def due(self, now: datetime, limit: int) -> list[Job]:
         """Jobs not deleted whose `wake_at()` is at or before `now`, earliest first, at most `limit`. A store
         shared by several nodes may put this node's share of the earliest first (PostgresStore.due)."""
@@ -217,10 +230,20 @@ class Backend(Outbox, Protocol):
         """Drops the entries from before `older_than` (retention); answers how many went."""
         ...
 
-    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+    def runs(
+        self,
+        job_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        *,
+        created_by: str | None = None,
+    ) -> list[Run]:
         """Recorded runs, newest first (by `finished_at`, then by id), of one job or of all, each with
         its `id`. With `before`, a run's id, only the runs that come after that run in this order: the
-        next page. NotFound if no run has that id (it was pruned, or never was)."""
+        next page. NotFound if no run has that id (it was pruned, or never was).
+
+        `created_by` keeps the runs of the jobs not deleted that source created, filtered in the store:
+        a source's history decodes the runs it answers with, not its jobs."""
         ...
 
     def beat(self, node: str, now: datetime) -> None:
@@ -254,8 +277,9 @@ class Backend(Outbox, Protocol):
         """
         ...
 
-    def counts(self) -> dict[str, int]:
-        """How many jobs (not deleted) are in each state."""
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
+        """How many jobs (not deleted) are in each state, every state named; of one source's jobs, or of
+        all. Cheap: counted from indexed columns, no job decoded."""
         ...
 
     def close(self) -> None: ...
@@ -416,11 +440,22 @@ class Store(Outbox, Protocol):
 
     def count_live(self, created_by: str) -> int: ...
 
+    def backfills_waiting(self, created_by: str) -> int: ...
+
+    def first_by_id(self, limit: int) -> list[Job]: ...
+
     def due(self, now: datetime, limit: int) -> list[Job]: ...
 
     def next_wake(self) -> datetime | None: ...
 
-    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+    def runs(
+        self,
+        job_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        *,
+        created_by: str | None = None,
+    ) -> list[Run]:
         """As `Backend.runs`; runs waiting in memory (no id yet) are the newest, on the first page."""
         ...
 
@@ -436,6 +471,8 @@ class Store(Outbox, Protocol):
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None: ...
 
-    def counts(self) -> dict[str, int]: ...
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
+        """As `Backend.counts`; a source's, while a job of its waits in memory, as the reads see them."""
+        ...
 
     def close(self) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -33,6 +33,10 @@ class MemoryStore:
         self._seq = 0  # the last run id given out
         self._audit: list[AuditEntry] = []  # oldest first, each with its id
         self._audit_keys: set[str] = set()
+        # Jobs not deleted by (source, state), and the sources' jobs with a backfill queue: kept with every
+        # change, under the lock, so a count costs what it answers (semantic 42), as an index does.
+        self._tally: Counter[tuple[str, State]] = Counter()
+        self._queued: Counter[str] = Counter()
 
     @property
     def persistence(self) -> Persistence:
@@ -58,6 +62,7 @@ class MemoryStore:
             stored = job.evolve(id=self._next_id, version=1)
             self._next_id += 1
             self._jobs[stored.id] = stored
+            self._account(None, stored)
             if audit is not None:
                 self._record(audit.of_job(stored.id))
             return stored
@@ -94,6 +99,7 @@ class MemoryStore:
                 current = self._jobs.get(job.id)
                 ok = current is not None and current.version == job.version
                 if ok:
+                    self._account(current, job)
                     self._jobs[job.id] = job.evolve(version=job.version + 1)
                 written.append(ok)
             for key, run in new.items():
@@ -145,9 +151,25 @@ class MemoryStore:
             ]
         return sorted(found, key=lambda job: job.name)[:limit]
 
+    def _account(self, before: Job | None, after: Job | None) -> None:
+        """Moves the tallies from the job as it was to the job as it is now (None: not there)."""
+        for job, step in ((before, -1), (after, 1)):
+            if job is not None:
+                self._tally[(job.created_by, job.state)] += step
+                self._queued[job.created_by] += step * bool(job.backfill)
+
     def count_live(self, created_by: str) -> int:
         with self._lock:
-            return sum(1 for job in self._jobs.values() if job.created_by == created_by and job.state.live)
+            return sum(self._tally[(created_by, state)] for state in State if state.live)
+
+    def backfills_waiting(self, created_by: str) -> int:
+        with self._lock:
+            return self._queued[created_by]
+
+    def first_by_id(self, limit: int) -> list[Job]:
+        with self._lock:
+            # Ids are handed out rising and a dict keeps insertion order: the first are the oldest.
+            return [job for job, _ in zip(self._jobs.values(), range(max(limit, 0)), strict=False)]
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:
@@ -164,6 +186,7 @@ class MemoryStore:
         with self._lock:
             job = self._jobs.pop(job_id, None)
             if job is not None:
+                self._account(job, None)
                 self._deleted[job_id] = job
                 if audit is not None:
                     self._record(audit)
@@ -201,7 +224,14 @@ class MemoryStore:
             self._audit = kept
             return dropped
 
-    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+    def runs(
+        self,
+        job_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        *,
+        created_by: str | None = None,
+    ) -> list[Run]:
         with self._lock:
             every = [run for runs in self._runs.values() for run in runs]
             if before is not None:
@@ -211,6 +241,9 @@ class MemoryStore:
                 every = [run for run in every if _newest_first(run) < _newest_first(cursor)]
             if job_id is not None:
                 every = [run for run in every if run.job_id == job_id]
+            if created_by is not None:
+                mine = {job.id for job in self._jobs.values() if job.created_by == created_by}
+                every = [run for run in every if run.job_id in mine]
         return sorted(every, key=_newest_first, reverse=True)[:limit]
 
     def beat(self, node: str, now: datetime) -> None:
@@ -257,11 +290,12 @@ class MemoryStore:
                 return timedelta(0)  # a holder that never beat is overdue already
             return min(beat for beat in beats if beat is not None) + ttl - now
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
         with self._lock:
             counts = {state.value: 0 for state in State}
-            for job in self._jobs.values():
-                counts[job.state.value] += 1
+            for (source, state), number in self._tally.items():
+                if created_by is None or source == created_by:
+                    counts[state.value] += number
             return counts
 
     def close(self) -> None:

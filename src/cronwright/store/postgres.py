@@ -436,8 +436,15 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
         updates = [(*_job_columns(jobs[index]), jobs[index].id, jobs[index].version) for index in order]
-        inserts = [
-            (run.job_id, run.fire_id, run.attempt, run.finished_at, Json(run_data(run), dumps=encode))
+        inserts = [  # (the job's id again, last: the run's owner is its job's creator)
+            (
+                run.job_id,
+                run.fire_id,
+                run.attempt,
+                run.finished_at,
+                Json(run_data(run), dumps=encode),
+                run.job_id,
+            )
             for run in runs
         ]
         written = [False] * len(jobs)
@@ -655,13 +662,6 @@ class PostgresStore(SqlJobReads, SqlOutbox):
         if never_beat:
             return timedelta(0)
         return left if database else oldest + ttl - now  # type: ignore[no-any-return]
-
-    def counts(self) -> dict[str, int]:
-        counts = {state.value: 0 for state in State}
-        with self._session(write=False) as connection:
-            rows = connection.execute(_Q["counts"]).fetchall()
-        counts.update({str(state): int(number) for state, number in rows})
-        return counts
 
     # -- wake-ups ----------------------------------------------------------------------------------
 

@@ -400,16 +400,30 @@ class ResilientStore:
             )
             return kept[:limit]
 
+    def _overlaid(self, created_by: str) -> bool:
+        """Whether a job of that source waits in memory (kept, or a tombstone): then its row may not
+        tell its state, and a count reads what the reads see (degraded mode only)."""
+        return any(
+            job.created_by == created_by for job in (*self._pending.values(), *self._tombstones.values())
+        )
+
     def count_live(self, created_by: str) -> int:
         with self._lock:
-            overlaid = any(
-                job.created_by == created_by for job in (*self._pending.values(), *self._tombstones.values())
-            )
-            if overlaid:
-                # A job kept in memory may be live where its row is not, or the other way round: count
-                # what the reads see.
+            if self._overlaid(created_by):
                 return sum(1 for job in self.jobs(created_by=created_by) if job.state.live)
             return self.inner.count_live(created_by)
+
+    def backfills_waiting(self, created_by: str) -> int:
+        with self._lock:
+            if self._overlaid(created_by):
+                return sum(1 for job in self.jobs(created_by=created_by) if job.backfill)
+            return self.inner.backfills_waiting(created_by)
+
+    def first_by_id(self, limit: int) -> list[Job]:
+        with self._lock:
+            # A tombstone hides its row: read as many more as there are, so the first `limit` stay.
+            stored = self.inner.first_by_id(limit + len(self._tombstones))
+            return [job for job in map(self._overlay, stored) if job is not None][: max(limit, 0)]
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:
@@ -427,7 +441,14 @@ class ResilientStore:
         stored = self.inner.next_wake()
         return min([*wakes, *([stored] if stored else [])], default=None)
 
-    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+    def runs(
+        self,
+        job_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        *,
+        created_by: str | None = None,
+    ) -> list[Run]:
         with self._lock:
             # Runs not yet written have no id; they are the newest, so they belong to the first page.
             waiting = [
@@ -435,7 +456,12 @@ class ResilientStore:
                 for run in self._pending_runs
                 if before is None and (job_id is None or run.job_id == job_id)
             ]
-        stored = self.inner.runs(job_id, limit, before)
+        if created_by is not None and waiting:
+            owners = self.get_many(sorted({run.job_id for run in waiting}))
+            waiting = [
+                run for run in waiting if run.job_id in owners and owners[run.job_id].created_by == created_by
+            ]
+        stored = self.inner.runs(job_id, limit, before, created_by=created_by)
         return sorted([*waiting, *stored], key=lambda run: run.finished_at, reverse=True)[:limit]
 
     def audit(
@@ -475,8 +501,14 @@ class ResilientStore:
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         return self.inner.lease_left(now, ttl, node)
 
-    def counts(self) -> dict[str, int]:
-        return self.inner.counts()
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
+        with self._lock:
+            if created_by is not None and self._overlaid(created_by):
+                counts = {state.value: 0 for state in State}
+                for job in self.jobs(created_by=created_by):
+                    counts[job.state.value] += 1
+                return counts
+        return self.inner.counts(created_by)
 
     def close(self) -> None:
         self.inner.close()

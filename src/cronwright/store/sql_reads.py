@@ -189,9 +189,34 @@ class SqlJobReads:
             row = connection.execute(query, (created_by, *LIVE)).fetchone()
         return int(row[0]) if row else 0
 
-    def runs(self, job_id: int | None = None, limit: int = 100, before: int | None = None) -> list[Run]:
+    def backfills_waiting(self, created_by: str) -> int:
+        with self._reading() as connection:
+            row = connection.execute(self._queries["backfills_waiting"], (created_by,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        with self._reading() as connection:
+            if created_by is None:
+                rows = connection.execute(self._queries["counts"]).fetchall()
+            else:
+                rows = connection.execute(self._queries["counts_of_source"], (created_by,)).fetchall()
+        counts.update({str(state): int(number) for state, number in rows})
+        return counts
+
+    def first_by_id(self, limit: int) -> list[Job]:
+        return self._read_up_to(self._queries["jobs_by_id"], (), limit)
+
+    def runs(
+        self,
+        job_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        *,
+        created_by: str | None = None,
+    ) -> list[Run]:
         p = self._p
-        where: list[str] = [] if job_id is None else [f"job_id = {p}"]
+        where: list[str] = [] if job_id is None else [f"runs.job_id = {p}"]
         params: list[object] = [] if job_id is None else [job_id]
         with self._reading() as connection:
             if before is not None:
@@ -199,10 +224,15 @@ class SqlJobReads:
                 if cursor is None:
                     raise unknown_run(before)
                 # After the cursor in (finished_at DESC, seq DESC), written so the index's range applies.
-                where.append(f"finished_at <= {p} AND (finished_at < {p} OR seq < {p})")
+                where.append(f"runs.finished_at <= {p} AND (runs.finished_at < {p} OR runs.seq < {p})")
                 params += [cursor[0], cursor[0], before]
-            clause = f" WHERE {' AND '.join(where)}" if where else ""
-            query = self._queries["runs"].format(where=clause)
+            if created_by is not None:
+                after = "".join(f" AND {condition}" for condition in where)
+                query = self._queries["runs_of_source"].format(after=after)
+                params = [created_by, *params]
+            else:
+                clause = f" WHERE {' AND '.join(where)}" if where else ""
+                query = self._queries["runs"].format(where=clause)
             rows = connection.execute(query, (*params, max(limit, 0))).fetchall()
         return [self._read_run(data, seq) for seq, data in rows]
 

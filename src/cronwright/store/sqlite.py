@@ -485,13 +485,6 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             return None
         return from_micros(oldest) + ttl - now
 
-    def counts(self) -> dict[str, int]:
-        counts = {state.value: 0 for state in State}
-        with self._transaction(write=False) as connection:
-            rows = connection.execute(_Q["counts"]).fetchall()
-        counts.update({state: number for state, number in rows})
-        return counts
-
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

@@ -83,6 +83,19 @@ SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = %s AND st
 -- name: counts
 SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
 
+-- name: counts_of_source
+-- A source's `status`: answered from the index jobs_created_by alone, no record decoded.
+SELECT state, count(*) FROM jobs WHERE NOT deleted AND created_by = %s GROUP BY state
+
+-- name: backfills_waiting
+-- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue
+-- (the record has `backfill` only while its queue is not empty), so no record is decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND (data ->> 'backfill') IS NOT NULL
+
+-- name: jobs_by_id
+-- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
+
 -- name: notify
 -- Delivered when the transaction commits, and never if it rolls back.
 SELECT pg_notify(%s, %s)
@@ -92,8 +105,10 @@ SELECT pg_notify(%s, %s)
 -- name: insert_run
 -- Idempotent by (job_id, fire_id, attempt), as on SQLite: a save replayed after its outcome was
 -- unknown (semantic 29) writes no run twice, and the store checks that a row it met is this very
--- record (recorded_run).
-INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, %s, %s, %s)
+-- record (recorded_run). The run takes its job's creator as its owner (the last parameter is the job's
+-- id again): a source's history reads by it.
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data, owner)
+VALUES (%s, %s, %s, %s, %s, coalesce((SELECT created_by FROM jobs WHERE id = %s), ''))
 ON CONFLICT (job_id, fire_id, attempt) DO NOTHING RETURNING seq
 
 -- name: recorded_run
@@ -109,6 +124,15 @@ DELETE FROM runs WHERE seq IN (SELECT seq FROM (
 -- job's, and for a page after a run, `finished_at <= %s AND (finished_at < %s OR seq < %s)`, written so
 -- that the index's range applies.
 SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT %s
+
+-- name: runs_of_source
+-- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. It walks runs_owner_newest from
+-- the newest and stops at the LIMIT (passing only the runs of the source's deleted jobs), and decodes
+-- the page's rows alone.
+SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
+WHERE runs.owner = %s AND NOT jobs.deleted{after}
+ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT %s
 
 -- name: run_finished_at
 SELECT finished_at FROM runs WHERE seq = %s

@@ -50,6 +50,12 @@ CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
 -- A source's own jobs: its `list` (by state, ordered by name) and its count of live jobs.
 CREATE INDEX jobs_created_by ON jobs (created_by, state, name) WHERE NOT deleted;
 
+-- A source's `list` without a state: a page in the order of names, read from the index.
+CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
+
+-- A source's backfills waiting (its quota counts them): only the rows whose record has a queue.
+CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND (data ->> 'backfill') IS NOT NULL;
+
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
 
@@ -62,6 +68,8 @@ CREATE TABLE runs (
     attempt integer NOT NULL,
     finished_at timestamptz NOT NULL,
     data json NOT NULL,
+    -- The creator of the run's job (jobs.created_by): a source's history reads its own runs by it.
+    owner text NOT NULL DEFAULT '',
     -- Two rows with one key would be one attempt run twice: the database refuses the second, even if
     -- a lease was mis-handled and two nodes both believed they held the attempt.
     CONSTRAINT runs_once UNIQUE (job_id, fire_id, attempt)
@@ -70,6 +78,9 @@ CREATE TABLE runs (
 CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
 
 CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+-- A source's history: its newest runs, a page at a time.
+CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
 
 -- One row per live node: its lease over all of its runs in flight.
 CREATE TABLE nodes (

@@ -46,8 +46,8 @@ SELECT id, version, data, deleted FROM jobs WHERE dedupe_key = ? ORDER BY id
 SELECT id, version, data FROM jobs WHERE NOT deleted
 
 -- name: count_live
--- Answered from the index jobs_created_by alone: no row is read, no record decoded.
-SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND state IN ({live})
+-- From the counters the triggers keep (job_counts): a row per state, whatever the jobs.
+SELECT coalesce(sum(n), 0) FROM job_counts WHERE created_by = ? AND state IN ({live})
 
 -- name: due
 -- `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks the
@@ -65,7 +65,21 @@ UPDATE jobs SET deleted = 1 WHERE id = ? AND NOT deleted
 SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = ? AND state = ? ORDER BY id
 
 -- name: counts
-SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
+-- From the counters the triggers keep: a row per source and state, not one per job.
+SELECT state, sum(n) FROM job_counts GROUP BY state
+
+-- name: counts_of_source
+-- A source's `status`, from the counters the triggers keep: a row per state.
+SELECT state, n FROM job_counts WHERE created_by = ?
+
+-- name: backfills_waiting
+-- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue
+-- (the record has `backfill` only while its queue is not empty), so no record is decoded.
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND json_extract(data, '$.backfill') IS NOT NULL
+
+-- name: jobs_by_id
+-- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.
+SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
 
 -- Runs ----------------------------------------------------------------------------------------------
 
@@ -73,8 +87,13 @@ SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
 -- Idempotent by (job_id, fire_id, attempt): a run already recorded is not recorded again, so a save
 -- replayed after its outcome was unknown (semantic 29) writes nothing twice. The store then checks that
 -- the row it met is this very record (recorded_run): another one is a second record of one attempt.
--- One statement for the runs of a save; {rows} is `(?, ?, ?, ?, ?)` once per run.
-INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES {rows}
+-- One statement for the runs of a save; {rows} is `(?, ?, ?, ?, ?)` once per run. Each run takes its
+-- job's creator as its owner (a source's history reads by it); the rows go in in the order given.
+-- (`WHERE true` tells the parser that ON CONFLICT is the upsert's, not a join's.)
+INSERT INTO runs (job_id, fire_id, attempt, finished_at, data, owner)
+SELECT v.column1, v.column2, v.column3, v.column4, v.column5,
+    coalesce((SELECT created_by FROM jobs WHERE jobs.id = v.column1), '')
+FROM (VALUES {rows}) AS v WHERE true
 ON CONFLICT (job_id, fire_id, attempt) DO NOTHING
 
 -- name: recorded_run
@@ -91,6 +110,15 @@ DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, row_number() OVER (P
 -- job's, and for a page after a run, `finished_at <= ? AND (finished_at < ? OR seq < ?)`, written so
 -- that the index's range applies.
 SELECT seq, data FROM runs{where} ORDER BY finished_at DESC, seq DESC LIMIT ?
+
+-- name: runs_of_source
+-- A source's history: the runs of its jobs not deleted, newest first. {after} is empty, or ` AND ` and
+-- a page's condition on runs.finished_at and runs.seq, as in `runs`. It walks runs_owner_newest from
+-- the newest and stops at the LIMIT (passing only the runs of the source's deleted jobs), and decodes
+-- the page's rows alone.
+SELECT runs.seq, runs.data FROM runs JOIN jobs ON jobs.id = runs.job_id
+WHERE runs.owner = ? AND NOT jobs.deleted{after}
+ORDER BY runs.finished_at DESC, runs.seq DESC LIMIT ?
 
 -- name: run_finished_at
 SELECT finished_at FROM runs WHERE seq = ?

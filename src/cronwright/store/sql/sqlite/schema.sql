@@ -37,12 +37,48 @@ CREATE INDEX jobs_dedupe_key ON jobs (dedupe_key, id) WHERE dedupe_key IS NOT NU
 
 CREATE INDEX jobs_state ON jobs (state, name) WHERE NOT deleted;
 
--- A source's own jobs: its `list` (by state, ordered by name) and its count of live jobs.
+-- A source's own jobs: its `list` (by state, ordered by name).
 CREATE INDEX jobs_created_by ON jobs (created_by, state, name) WHERE NOT deleted;
+
+-- A source's `list` without a state: a page in the order of names, read from the index.
+CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
+
+-- A source's backfills waiting (its quota counts them): only the rows whose record has a queue.
+CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND json_extract(data, '$.backfill') IS NOT NULL;
 
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
 
+-- How many jobs not deleted each source has in each state (`status`, and the live schedules a quota
+-- checks), kept by the triggers below in the transaction of every change of a job's row.
+CREATE TABLE job_counts (
+    created_by TEXT NOT NULL,
+    state TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (created_by, state)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER jobs_counted_insert AFTER INSERT ON jobs WHEN NOT NEW.deleted
+BEGIN
+    INSERT INTO job_counts (created_by, state, n) VALUES (NEW.created_by, NEW.state, 1)
+    ON CONFLICT (created_by, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER jobs_counted_update AFTER UPDATE OF state, deleted, created_by ON jobs
+WHEN OLD.state IS NOT NEW.state OR OLD.deleted IS NOT NEW.deleted OR OLD.created_by IS NOT NEW.created_by
+BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE NOT OLD.deleted AND created_by = OLD.created_by AND state = OLD.state;
+    INSERT INTO job_counts (created_by, state, n) SELECT NEW.created_by, NEW.state, 1 WHERE NOT NEW.deleted
+    ON CONFLICT (created_by, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER jobs_counted_delete AFTER DELETE ON jobs WHEN NOT OLD.deleted
+BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE created_by = OLD.created_by AND state = OLD.state;
+END;
+
+-- Runs: `owner` is the creator of the run's job (a source's history reads its own runs through
+-- runs_owner_newest); it sits where migration 0005's ALTER TABLE leaves it, so both roads match.
 CREATE TABLE runs (
     -- Insertion order, the tie-break for runs that finished at the same instant.
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -51,7 +87,7 @@ CREATE TABLE runs (
     fire_id TEXT NOT NULL,
     attempt INTEGER NOT NULL,
     finished_at INTEGER NOT NULL,
-    data TEXT NOT NULL,
+    data TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
     -- Two rows with one key would be one attempt run twice: the database refuses the second.
     UNIQUE (job_id, fire_id, attempt)
 ) STRICT;
@@ -59,6 +95,9 @@ CREATE TABLE runs (
 CREATE INDEX runs_job_newest ON runs (job_id, finished_at DESC, seq DESC);
 
 CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
+
+-- A source's history: its newest runs, a page at a time.
+CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
 
 CREATE TABLE nodes (
     node TEXT PRIMARY KEY,
