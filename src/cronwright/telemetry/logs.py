@@ -127,10 +127,11 @@ class Readable(logging.Formatter):
         line.pop("logger")
         error = line.pop("error", None)
         text = str(line.pop("event") if "event" in line else line.pop("message", ""))
+        said = {word.strip(",;()") for word in text.split()}  # a field said as a word of the text: once
         rest = " ".join(
             f"{key}={_value(value)}"
             for key, value in line.items()
-            if value is not None and value != {} and not (isinstance(value, str) and value and value in text)
+            if value is not None and value != {} and not (isinstance(value, str) and value in said)
         )
         shown = head + " ".join(part for part in (text, rest) if part)
         if self._width is not None and len(shown) > self._width:
