@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cronwright.config.settings import SEED_KEYS, SEED_SCHEDULE_KEYS
+from cronwright.declare.job_fields import AtSpec, CronSpec, EveryMsSpec, EverySpec, JobSpec
+
 from .blackbox import Cronwright
 
 DOCS = Path(__file__).parents[2] / "docs"
@@ -71,3 +74,9 @@ def test_the_alert_rules_of_alerts_md_name_their_rule_when_a_channel_is_missing(
     said = refusal(cw, webhook + rules.group(1))
 
     assert said == "[[alert]] #1 notifies mail, not a [notify.NAME] channel; configured: ops", said
+
+
+def test_the_seed_keys_a_config_knows_are_the_request_model_s() -> None:
+    specs = (CronSpec, EverySpec, EveryMsSpec, AtSpec)
+    assert set(JobSpec.model_fields) == SEED_KEYS
+    assert {name for spec in specs for name in spec.model_fields} == SEED_SCHEDULE_KEYS

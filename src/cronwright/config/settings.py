@@ -23,8 +23,6 @@ from cronwright.config.path import locate
 from cronwright.core.leases import LEASE_BEAT, LEASE_TTL
 from cronwright.core.notifications import Transition
 from cronwright.core.sources import Source
-from cronwright.declare.job_fields import JobSpec
-from cronwright.declare.refusals import misspelled
 from cronwright.errors import ConfigError, Invalid
 from cronwright.timing.durations import parse_duration
 from cronwright.timing.zones import system_zone_name, zone
@@ -295,8 +293,17 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _seed_keys(self) -> Config:
-        # Here, not at the seed's upsert: a typo is told with the file, before the node starts.
+        # Here, not at the seed's upsert: a typo is told with the file, before the node starts. The keys are
+        # checked against SEED_KEYS first: only a seed with a stranger pays for the request models (a tick
+        # at every minute of a crontab imports none of them).
         for index, seed in enumerate(self.seed):
+            schedule = seed.get("schedule")
+            inner = set(schedule) if isinstance(schedule, dict) else set()
+            if set(seed) <= SEED_KEYS and inner <= SEED_SCHEDULE_KEYS:
+                continue
+            from cronwright.declare.job_fields import JobSpec
+            from cronwright.declare.refusals import misspelled
+
             try:
                 JobSpec.model_validate(seed)
             except ValidationError as error:
@@ -395,6 +402,15 @@ def _keys_of(loc: tuple[int | str, ...]) -> tuple[str, ...]:
         else:
             kind = None
     return tuple(keys)
+
+
+# A seed's keys, and its schedule's: declare.job_fields.JobSpec's fields (tests/cli/test_config_refusals.py
+# keeps them equal), written out so that reading a config imports no request model.
+SEED_KEYS = frozenset({
+    "name", "target", "action", "args", "schedule", "run_at", "lifetime", "misfire", "max_attempts",
+    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin", "overlap",
+})  # fmt: skip
+SEED_SCHEDULE_KEYS = frozenset({"cron", "tz", "every", "every_ms", "at", "jitter", "exclude"})
 
 
 def seed_label(index: int, seed: dict[str, Any]) -> str:
