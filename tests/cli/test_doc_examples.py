@@ -6,10 +6,10 @@ docs/python.md's examples run against a `serve` of the starter config, with the 
 add (`cronwright token new`), the serve's address and that token put in for the example's placeholders.
 
 Covered: README.md, docs/calendars.md, docs/jitter.md, docs/overlap.md, docs/several-expressions.md,
-docs/protocol.md, docs/dst.md, the `token new` of docs/security.md, and docs/python.md. Not run here:
-what needs more than the starter (serve and postgres.md's store, a notify channel in alerts.md, dashboard.md's
-browser, security.md's systemd and MCP client) and backfill.md, whose commands are tied to the instants its
-comments name (tests/cli/test_backfill_cli.py runs them at those instants).
+docs/protocol.md, docs/dst.md, the `token new` of docs/security.md, docs/python.md, and docs/backfill.md's
+worked example, each command at the instant its comment names (libfaketime), checked against the output
+the doc shows. Not run here: what needs more than the starter (serve and postgres.md's store, a notify
+channel in alerts.md, dashboard.md's browser, security.md's systemd and MCP client).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from .blackbox import CRONWRIGHT, TIMEOUT, Lines, wait_for
+from faketime import faketime_env
+
+from .blackbox import CRONWRIGHT, SITE, TIMEOUT, Lines, faketime_spec, needs_faketime, utc, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_DOCS = (
@@ -114,6 +116,58 @@ def test_a_doc_s_shell_examples_run_as_written_against_the_starter_config(
                 timeout=TIMEOUT,
             )
             assert done.returncode == 0, f"{doc}: {command}\n{done.stdout}{done.stderr}"
+
+
+# A worked example's instant, as its comment names it: "# 2027-10-31 07:00 CET".
+AT = re.compile(r"# (\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}) (CES?T)\s*$")
+OFFSETS = {"CET": "+01:00", "CEST": "+02:00"}
+
+
+def timed_commands(doc: str) -> list[tuple[str, str, list[str]]]:
+    """The doc's `$ cronwright` lines with the instant each runs at (its comment's, else the one before)
+    and the output lines the doc shows under it, up to a "..." or the next command."""
+    found: list[tuple[str, str, list[str]]] = []
+    at = ""
+    for fence in FENCE.finditer((ROOT / doc).read_text(encoding="utf-8")):
+        for line in fence.group(1).splitlines():
+            if line.startswith("$ cronwright "):
+                named = AT.search(line)
+                if named:
+                    at = f"{named.group(1)}T{named.group(2)}:00{OFFSETS[named.group(3)]}"
+                found.append((shlex.join(shlex.split(line[2:], comments=True)), at, []))
+            elif found and line.strip() != "...":
+                found[-1][2].append(line)
+    return found
+
+
+@needs_faketime
+def test_backfill_md_s_worked_example_runs_at_its_instants_and_prints_what_it_says(
+    starter: tuple[Path, dict[str, str]],
+) -> None:
+    """The night the clocks go back, as docs/backfill.md tells it: each command at the instant its comment
+    names, in the node zone the example reads its cron in (the starter's `zone` line, uncommented)."""
+    folder, env = starter
+    config = folder / "cronwright.toml"
+    config.write_text(config.read_text().replace('# zone = "Europe/Berlin"', 'zone = "Europe/Berlin"', 1))
+    steps = timed_commands("docs/backfill.md")
+    assert len(steps) == 7 and all(at for _, at, _ in steps), steps
+    for command, at, shown in steps:
+        faked = {
+            **env, **faketime_env(faketime_spec(utc(at))), "TZ": "UTC", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH")])),
+        }  # fmt: skip
+        done = subprocess.run(
+            ["/bin/sh", "-c", command], cwd=folder, env=faked, capture_output=True, text=True, timeout=TIMEOUT
+        )
+        assert done.returncode == 0, f"{command} at {at}\n{done.stdout}{done.stderr}"
+        if "history" not in command:  # its durations and finishing seconds are the run's own
+            printed = [_to_the_minute(line) for line in done.stdout.splitlines()]
+            assert printed[: len(shown)] == [_to_the_minute(line) for line in shown], f"{command} at {at}"
+
+
+def _to_the_minute(line: str) -> str:
+    # A lifetime ends its length after the instant the command ran, a second or so after the one named.
+    return re.sub(r"(ends \d{4}-\d\d-\d\dT\d\d:\d\d):\d\d", r"\1", line)
 
 
 def python_examples() -> str:
