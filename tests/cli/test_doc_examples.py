@@ -6,11 +6,11 @@ docs/python.md's examples run against a `serve` of the starter config, with the 
 add (`cronwright token new`), the serve's address and that token put in for the example's placeholders.
 
 Covered: README.md, docs/calendars.md, docs/jitter.md, docs/overlap.md, docs/several-expressions.md,
-docs/protocol.md, docs/dst.md, the `token new` of docs/security.md, alerts.md's `notifications`, docs/python.md,
-and docs/backfill.md's
-worked example, each command at the instant its comment names (libfaketime), checked against the output
-the doc shows. Not run here: what needs more than the starter (serve and postgres.md's store, a notify
-channel (alerts.md's `notify-test`), dashboard.md's browser, security.md's systemd and MCP client).
+docs/protocol.md, docs/dst.md, the `token new` of docs/security.md, alerts.md's `notifications`,
+docs/python.md, and docs/backfill.md's worked example, each command at the instant its comment names
+(libfaketime), checked against the output the doc shows. Not run here: what needs more than the starter
+(serve and postgres.md's store, a notify channel for alerts.md's `notify-test`, dashboard.md's browser,
+security.md's systemd and MCP client).
 """
 
 from __future__ import annotations
