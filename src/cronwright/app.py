@@ -135,7 +135,7 @@ def build(
         app.deliveries = DeliveryLoop(deliverer, node.store, clock)
         node.on_notes = _both(app.deliveries.wake, changes.changed)
     if seed:
-        upsert_seeds(service, config.seed)
+        upsert_seeds(service, config.seed, config.path)
     return app
 
 

@@ -13,6 +13,7 @@ model (`cronwright.declare.replies`). A refusal raises `Refused`, which carries 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -48,6 +49,7 @@ class Client:
         """`send` answers one protocol request (a dict) with the protocol's reply."""
         self._send = send
         self._close = close
+        self._closed = False
 
     @classmethod
     def http(cls, url: str, token: str, timeout: float = 30.0) -> Client:
@@ -91,6 +93,7 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        self._closed = True
         self._close()
 
     # --- the protocol ---------------------------------------------------------------------------------
@@ -99,6 +102,13 @@ class Client:
         """Sends one request, checked against its model first, and answers with the reply as it came.
 
         Raises `Refused` for a request the model or the server refuses."""
+        if self._closed:
+            # A closed local client's store is closed too: its refusal would say "try again", which no
+            # retry on this client can ever make true.
+            raise CronwrightError(
+                "this Client is closed: open a new one (Client.local(...) or Client.http(...)), or make the "
+                "calls inside its `with` block"
+            )
         model = MODELS.get(action)
         if model is None:
             raise Refused({"ok": False, "error": "unknown_action", "message": f"unknown action {action!r}"})
@@ -136,10 +146,11 @@ class Client:
         """Creates a schedule of `target`.`action`: give `schedule` ({"cron": ...}, {"every": "5m"}, ...)
         or `run_at` (an ISO-8601 instant)."""
         job = {
-            "name": name, "target": target, "action": action, "schedule": _plain(schedule), "run_at": run_at,
-            "args": _plain(args), "lifetime": lifetime, "misfire": misfire, "max_attempts": max_attempts,
-            "retry_backoff_ms": retry_backoff_ms, "breaker_threshold": breaker_threshold,
-            "dedupe_key": dedupe_key, "once": once, "origin": _plain(origin),
+            "name": name, "target": target, "action": action, "schedule": _plain(schedule, "schedule"),
+            "run_at": run_at, "args": _plain(args, "args"), "lifetime": lifetime, "misfire": misfire,
+            "max_attempts": max_attempts, "retry_backoff_ms": retry_backoff_ms,
+            "breaker_threshold": breaker_threshold, "dedupe_key": dedupe_key, "once": once,
+            "origin": _plain(origin, "origin"),
         }  # fmt: skip
         given = {key: value for key, value in job.items() if value is not None}
         return self._typed(replies.JobReply, "create_job", job=given)
@@ -151,7 +162,10 @@ class Client:
         retry_backoff_ms, breaker_threshold; `new_name` renames)."""
         if "new_name" in changes:
             changes["name"] = changes.pop("new_name")
-        return self._typed(replies.JobReply, "update", name=name, job_id=job_id, changes=_plain(changes))
+        for field in ("schedule", "args"):
+            if changes.get(field) is not None:
+                changes[field] = _plain(changes[field], field)
+        return self._typed(replies.JobReply, "update", name=name, job_id=job_id, changes=changes)
 
     def get(self, name: str | None = None, *, job_id: int | None = None) -> replies.GetReply:
         return self._typed(replies.GetReply, "get", name=name, job_id=job_id)
@@ -221,6 +235,22 @@ class Client:
         return self._typed(replies.TargetsReply, "targets")
 
 
-def _plain(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A mapping as the JSON object the models take (a dict)."""
-    return None if value is None else dict(value)
+# What to write instead of a string where a mapping belongs, by field.
+_INSTEAD = {
+    "schedule": 'a mapping of one kind, such as {{"cron": {text}}}, {{"every": "15m"}} or {{"at": '
+    '"2026-12-01T09:00:00+01:00"}}',
+    "args": 'a mapping of the action\'s args, such as {{"to": "ops"}}; for JSON text, pass json.loads(text)',
+    "origin": 'a mapping of labels, such as {{"team": "ops"}}',
+}
+
+
+def _plain(value: object, field: str) -> dict[str, Any] | None:
+    """A mapping as the JSON object the models take (a dict); anything else is refused naming `field`,
+    with what to write instead (`schedule="0 7 * * *"` is `schedule={"cron": "0 7 * * *"}`)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    text = json.dumps(value if isinstance(value, str) else "0 7 * * *")
+    message = f"'{field}' must be {_INSTEAD[field].format(text=text)}, not {type(value).__name__}"
+    raise Refused({"ok": False, "error": "invalid", "field": field, "message": message})

@@ -23,9 +23,9 @@ from mcp.client.stdio import StdioServerParameters
 from .blackbox import CRONWRIGHT, TIMEOUT
 
 COMMAND_TARGET = """
-[targets.sh]
+[targets.here]
 kind = "command"
-[targets.sh.actions.where]
+[targets.here.actions.where]
 argv = ["/bin/sh", "-c", "pwd > where.out; echo \\"$GREETING\\" >> where.out"]
 secrets = ["GREETING"]
 """
@@ -121,7 +121,7 @@ def test_targets_run_beside_the_config_with_its_secrets_file(folders: tuple[Path
     """A command's default cwd, a python target's `path` and a relative `secrets_file`, from elsewhere."""
     home, elsewhere = folders
     by_flag = ["--config", str(home / "cronwright.toml")]
-    reply([*by_flag, "add", "where", "--target", "sh", "--action", "where", "--every", "1h"], elsewhere)
+    reply([*by_flag, "add", "where", "--target", "here", "--action", "where", "--every", "1h"], elsewhere)
     reply([*by_flag, "add", "hello", "--target", "hello", "--action", "greet", "--every", "1h"], elsewhere)
 
     where = reply([*by_flag, "run-now", "where"], elsewhere)

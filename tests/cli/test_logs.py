@@ -159,3 +159,18 @@ def test_a_line_orjson_refuses_is_still_written() -> None:
         fields = {"event": "job_run", "value": value, "due": datetime(2026, 3, 2, 9, tzinfo=UTC)}
         line = json.loads(formatter.format(record("x", fields=fields)))
         assert (line["value"], line["due"]) == (read, "2026-03-02T10:00:00+01:00")
+
+
+def test_a_readable_line_breaks_between_words_at_its_width_and_says_a_field_once() -> None:
+    """Issue 35, defect 6: serve's start line repeated its store and node as fields, and the terminal cut
+    it anywhere; a field the message does not say as a word of its own (outcome=ok) is kept."""
+    fields = {"store": "sqlite:///var/lib/cw.db", "node": "vm:1:ab:serve", "outcome": "ok", "counts": {}}
+    said = record("node vm:1:ab:serve serving sqlite:///var/lib/cw.db (no schedules); look", fields=fields)
+
+    shown = Readable(ZoneInfo("Europe/Berlin"), width=60).format(said)
+
+    assert shown == (
+        "2026-10-25T02:30:00.250+01:00 info    node vm:1:ab:serve\n"
+        "    serving sqlite:///var/lib/cw.db (no schedules); look\n"
+        "    outcome=ok"
+    ), shown

@@ -64,7 +64,7 @@ def test_a_one_shot_seed_long_past_that_its_store_never_knew_is_reported_and_ski
 
     for result in (checked, ticked, again):
         assert result.rc == 0, result
-        assert "seed #1 (launch) is skipped: its store never had it" in result.stderr, result.stderr
+        assert "[[seed]] #1 (launch) is skipped: its store never had it" in result.stderr, result.stderr
         assert "run_at" in result.stderr
     assert ticked.json()["fired"] == 0 and cw.fires() == []
     names = [job["name"] for job in cw.json("list", at="2026-03-02T10:01:00+01:00")["jobs"]]
@@ -138,5 +138,5 @@ def test_check_judges_a_one_shot_seed_that_already_fired_as_a_boot_does(cw: Cron
     # report it and skip it (semantic 16), and check still makes no store.
     cw.store.unlink()
     skipped = cw.run("check", at="2026-03-02T11:00:00+01:00")
-    assert skipped.rc == 0 and "seed #1 (launch) is skipped" in skipped.stderr, skipped
+    assert skipped.rc == 0 and "[[seed]] #1 (launch) is skipped" in skipped.stderr, skipped
     assert not cw.store.exists(), "check makes no store"

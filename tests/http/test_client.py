@@ -9,6 +9,7 @@ from test_http_serve import serving, write_config
 
 from cronwright import Client, Refused
 from cronwright.declare.replies import JobRow, Unreadable
+from cronwright.errors import CronwrightError
 from serving import TOKENS
 
 
@@ -75,3 +76,33 @@ def test_a_local_client_works_on_the_configs_store_in_process(tmp_path: Path) ->
         (job,) = again.list().jobs
 
     assert (job.name, job.created_by, job.schedule.cron) == ("nightly", "cli", "0 3 * * *")
+
+
+def test_a_string_where_a_mapping_belongs_is_refused_naming_the_field_and_what_to_write(
+    tmp_path: Path,
+) -> None:
+    """Issue 35, defect 9: `schedule='0 7 * * *'` and args given as JSON text raised `ValueError: dictionary
+    update sequence element #0 has length 1`, naming nothing."""
+    with Client.local(write_config(tmp_path, "127.0.0.1:0")) as cw:
+        with pytest.raises(Refused) as cron_text:
+            cw.create_job("x", "echo", "hello", schedule="0 7 * * *")  # type: ignore[arg-type]
+        with pytest.raises(Refused) as json_text:
+            cw.create_job("x", "echo", "hello", schedule={"every": "1h"}, args='{"a": 1}')  # type: ignore[arg-type]
+        with pytest.raises(Refused) as changed:
+            cw.update("x", schedule="0 8 * * *")
+
+        assert (cron_text.value.code, cron_text.value.field) == ("invalid", "schedule")
+        assert '{"cron": "0 7 * * *"}' in cron_text.value.message, cron_text.value.message
+        assert json_text.value.field == "args" and "json.loads(text)" in json_text.value.message
+        assert changed.value.field == "schedule" and '{"cron": "0 8 * * *"}' in changed.value.message
+        assert cw.list().jobs == []
+
+
+def test_a_closed_local_client_says_it_is_closed_not_try_again(tmp_path: Path) -> None:
+    cw = Client.local(write_config(tmp_path, "127.0.0.1:0"))
+    cw.close()
+
+    with pytest.raises(CronwrightError) as caught:
+        cw.list()
+
+    assert "this Client is closed" in str(caught.value) and "try again" not in str(caught.value)

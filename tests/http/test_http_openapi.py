@@ -5,6 +5,9 @@ The fuzz test sends what the document allows, and much that it does not: no inpu
 
 from __future__ import annotations
 
+import re
+import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +229,58 @@ def test_odd_bodies_get_invalid_json(live: Live, body: bytes) -> None:
 
     assert reply.status_code == 400
     assert reply.json()["error"] == "invalid_json"
+
+
+# Characters where readings of `\s` part: Python's str.isspace() takes the first five for spaces, an
+# ASCII reading of the pattern (ECMA-262 validators, schemathesis) does not; U+FEFF the other way round.
+EDGE_CHARACTERS = ["\x1d", "\x1c", "\x85", "\u3000", "\ufeff", "\x00", "x"]
+
+
+def read_parameters() -> list[tuple[str, str, dict[str, Any]]]:
+    """Every string query parameter of the document's reads, with its schema."""
+    return [
+        (path, parameter["name"], parameter["schema"])
+        for path, item in document()["paths"].items()
+        if "{" not in path
+        for parameter in item.get("get", {}).get("parameters", [])
+        if parameter["schema"].get("type") == "string" and "pattern" in parameter["schema"]
+    ]
+
+
+def test_a_query_value_of_one_odd_character_is_refused_exactly_when_the_document_refuses_it(
+    live: Live,
+) -> None:
+    """One rule (issue 35, defect 14): `name=%1D` was stripped to nothing and refused as blank, while the
+    document's `\\S`, read over ASCII as a validator does, admitted it."""
+    parameters = read_parameters()
+    assert {(path, name) for path, name, _ in parameters} >= {
+        ("/v1/jobs", "target"), ("/v1/jobs", "source"), ("/v1/runs", "name"), ("/v1/audit", "name"),
+        ("/v1/audit", "source"),
+    }  # fmt: skip
+    for path, name, schema in parameters:
+        for character in EDGE_CHARACTERS:
+            readings = {
+                jsonschema.Draft202012Validator(schema).is_valid(character),
+                re.search(schema["pattern"], character, re.ASCII) is not None,
+                re.search(schema["pattern"], character) is not None,
+            }
+            assert len(readings) == 1, f"{path}?{name}={character!r}: the pattern reads two ways"
+            reply = live.http.get(path, params={name: character}, headers=bearer("agent"))
+            refused = reply.status_code == 400 and reply.json()["error"] == "invalid"
+            assert refused is (readings == {False}), (path, name, character, reply.text)
+
+
+def test_the_document_s_calendar_example_is_the_starter_config_s_and_an_unknown_one_is_not_a_400(
+    live: Live,
+) -> None:
+    """The `exclude` example names a calendar the starter config (`cronwright init`) defines; on a node
+    without it the request is well-formed and names what is not there: 404 `unknown_calendar`, never
+    the 400 of a request the document calls malformed."""
+    example = document()["components"]["schemas"]["CronSpec"]["properties"]["exclude"]["examples"][0]
+    starter = tomllib.loads(resources.files("cronwright.templates").joinpath("cronwright.toml").read_text())
+    assert set(example) <= set(starter["calendars"]), example
+
+    preview = {"action": "preview", "expression": "0 7 * * MON-FRI", "exclude": example}
+    reply = live.call("agent", preview)
+
+    assert (reply.status_code, reply.json()["error"]) == (404, "unknown_calendar")

@@ -1,8 +1,8 @@
 """schemathesis, every check, over every operation of /openapi.json, against a real `cronwright serve`.
 
 Bounded: a fixed seed, 20 examples per operation and phase, one worker, and a time limit. The node's
-config has the target the models' examples name (reports.daily), so that requests made from the document
-alone can succeed: the run must find no failure, and must create schedules.
+config has the target and the calendar the models' examples name (reports.daily, holidays), so that
+requests made from the document alone can succeed: the run must find no failure, and must create schedules.
 
 One setting departs from the defaults: a schema-valid request may get 400. The document declares the
 shape of each request (types, ranges, no unknown fields), and the server refuses whatever breaks it; what
@@ -45,6 +45,9 @@ shutdown_grace = "5s"
 kind = "command"
 [targets.reports.actions.daily]
 argv = ["/bin/true"]
+
+[calendars.holidays]
+dates = ["2026-12-24"]
 
 [sources.agent]
 token_sha256 = "{sha256(TOKENS["agent"])}"

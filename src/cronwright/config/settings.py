@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import re
+import shlex
 import tomllib
+import types
 import typing
 from datetime import timedelta
 from pathlib import Path
@@ -116,6 +120,21 @@ class ActionConfig(_Strict):
     def _timeout(cls, value: object) -> timedelta:
         return _duration(value)
 
+    @field_validator("argv", mode="before")
+    @classmethod
+    def _argv(cls, value: object) -> object:
+        if isinstance(value, str):  # a command line, as a shell would take it: say how to write it
+            raise ValueError(f"must be a list of strings, one per argument: argv = {_toml_list(value)}")
+        return value
+
+
+def _toml_list(line: str) -> str:
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = line.split()
+    return json.dumps(words)
+
 
 class TargetConfig(_Strict):
     kind: Literal["python", "command", "http"]
@@ -139,6 +158,7 @@ class TargetConfig(_Strict):
 
 
 _Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class SourceConfig(_Strict):
@@ -156,6 +176,17 @@ class SourceConfig(_Strict):
         if self.token_sha256 is None:
             return ()
         return (self.token_sha256,) if isinstance(self.token_sha256, str) else tuple(self.token_sha256)
+
+    @field_validator("token_sha256", mode="before")
+    @classmethod
+    def _digests(cls, value: object) -> object:
+        digests = value if isinstance(value, list) else [value]
+        if value is not None and not all(isinstance(d, str) and _SHA256.fullmatch(d) for d in digests):
+            raise ValueError(
+                "must be the SHA-256 digest of a token (64 lowercase hex digits), or a list of them; "
+                "`cronwright token new SOURCE` prints a fresh token and its digest"
+            )
+        return value
 
     @field_validator("min_period", "max_lifetime", mode="before")
     @classmethod
@@ -255,9 +286,32 @@ class Config(_Strict):
             unknown = [name for name in rule.notify if name not in self.notify]
             if unknown:
                 raise ValueError(
-                    f"alert[{index}] notifies {', '.join(unknown)}, not a [notify.NAME] channel; configured:"
-                    f" {', '.join(self.notify) or 'none'}"
+                    f"[[alert]] #{index + 1} notifies {', '.join(unknown)}, not a [notify.NAME] channel; "
+                    f"configured: {', '.join(self.notify) or 'none'}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _seed_keys(self) -> Config:
+        # Here, not at the seed's upsert: a typo is told with the file, before the node starts. The keys are
+        # checked against SEED_KEYS first: only a seed with a stranger pays for the request models (a tick
+        # at every minute of a crontab imports none of them).
+        for index, seed in enumerate(self.seed):
+            schedule = seed.get("schedule")
+            inner = set(schedule) if isinstance(schedule, dict) else set()
+            if set(seed) <= SEED_KEYS and inner <= SEED_SCHEDULE_KEYS:
+                continue
+            from cronwright.declare.job_fields import JobSpec
+            from cronwright.declare.refusals import misspelled
+
+            try:
+                JobSpec.model_validate(seed)
+            except ValidationError as error:
+                label = seed_label(index, seed)
+                typo = misspelled(error, JobSpec, label)
+                if typo is not None:
+                    said = typo.message
+                    raise ValueError(said if said.startswith(label) else f"{label}: {said}") from None
         return self
 
     def source(self, name: str) -> Source:
@@ -300,17 +354,68 @@ def parse(raw: dict[str, Any], where: str = "config") -> Config:
     try:
         config = Config.model_validate({**raw, "path": where}, strict=False)
     except ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        # pydantic puts "Value error, " before the message of a validator's ValueError: the key says enough.
-        problem = (
-            _unknown_key(first["loc"])
-            if first["type"] == "extra_forbidden"
-            else first["msg"].removeprefix("Value error, ")
-        )
-        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-        raise ConfigError(f"{where}: {key}: {problem}{more}") from None
+        raise ConfigError(f"{where}: {_problem(error)}") from None
     return config
+
+
+def _problem(error: ValidationError) -> str:
+    """The first problem, as the file's keys and plain words say it: never pydantic's names of its types
+    (a union's branch, `constrained-str`), nor an empty key for a check of the whole file."""
+    details = error.errors(include_url=False)
+    first = details[0]
+    path = _keys_of(first["loc"])
+    if first["type"] == "extra_forbidden":
+        problem = _unknown_key(first["loc"])
+    else:
+        # One key may fail once per branch of its union ("a digest, or a list of them"): say each once.
+        said = [_words(d["msg"]) for d in details if _keys_of(d["loc"]) == path]
+        problem = " or ".join(dict.fromkeys(said))
+    others = len({_keys_of(d["loc"]) for d in details} - {path})
+    more = f" (and {others} more)" if others else ""
+    return f"{'.'.join(path)}: {problem}{more}" if path else f"{problem}{more}"
+
+
+def _words(message: str) -> str:
+    # pydantic puts "Value error, " before the message of a validator's ValueError: the key says enough.
+    message = message.removeprefix("Value error, ")
+    if message == "Field required":
+        return "is required"
+    return message.replace("Input should be", "must be", 1).replace("String should", "must", 1)
+
+
+def _keys_of(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """The location as the file's keys: without the tags pydantic gives a union's branches
+    (`token_sha256.constrained-str`), which name its types, not a key."""
+    kind: Any = Config
+    keys: list[str] = []
+    for part in loc:
+        origin = typing.get_origin(kind)
+        if origin in (typing.Union, types.UnionType):
+            kind = None  # `part` names the branch: no key of the file
+            continue
+        keys.append(str(part))
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(str(part))
+            kind = field.annotation if field is not None else None
+        elif origin in (dict, list):
+            kind = typing.get_args(kind)[-1]
+        else:
+            kind = None
+    return tuple(keys)
+
+
+# A seed's keys, and its schedule's: declare.job_fields.JobSpec's fields (tests/cli/test_config_refusals.py
+# keeps them equal), written out so that reading a config imports no request model.
+SEED_KEYS = frozenset({
+    "name", "target", "action", "args", "schedule", "run_at", "lifetime", "misfire", "max_attempts",
+    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin", "overlap",
+})  # fmt: skip
+SEED_SCHEDULE_KEYS = frozenset({"cron", "tz", "every", "every_ms", "at", "jitter", "exclude"})
+
+
+def seed_label(index: int, seed: dict[str, Any]) -> str:
+    """A seed as its file shows it: `[[seed]] #2 (nightly)`, by its place and its dedupe_key or name."""
+    return f"[[seed]] #{index + 1} ({seed.get('dedupe_key') or seed.get('name') or 'unnamed'})"
 
 
 def _unknown_key(loc: tuple[int | str, ...]) -> str:

@@ -57,6 +57,19 @@ def refusal(
     return _refusal(details[0], model, where, rename or {}, noun)
 
 
+def misspelled(error: ValidationError, model: type[BaseModel], where: str) -> Refusal | None:
+    """The refusal for the first key `error` found that `model` does not have (a typo, named with the key
+    meant), or None: for a caller that checks only the spelling of a request, and leaves its values to the
+    service (the config's seeds)."""
+    for detail in error.errors(include_url=False):
+        spelled = detail["type"] == "extra_forbidden" or (
+            detail["type"] == "schedule_kind" and _strangers(detail["input"])
+        )
+        if spelled:
+            return _refusal(detail, model, where, {}, "field")
+    return None
+
+
 def _refusal(
     detail: ErrorDetails, model: type[BaseModel], where: str, rename: Mapping[str, str], noun: str
 ) -> Refusal:

@@ -11,6 +11,7 @@ A refusal is a `PydanticCustomError` whose message follows the field's name ("mu
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -20,6 +21,13 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# A string that is not blank holds one character outside this class: the characters Python's str.isspace()
+# calls whitespace, spelled out. `\S` would say less than it seems: a validator reading the pattern over
+# ASCII (as ECMA-262 engines and schemathesis do) takes "\x1d" or "\x85" for a character, where Python
+# takes it for a space, so a value the document admits was refused as blank. Escapes only, read alike by
+# Python's re and by ECMA-262, so that the document and the server apply one rule.
+NOT_BLANK_PATTERN = r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_NOT_BLANK = re.compile(NOT_BLANK_PATTERN)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
@@ -65,7 +73,7 @@ def _check_text(limit: int, blank: bool = False) -> Callable[[object], str]:
     def check(value: object) -> str:
         if not isinstance(value, str):
             raise _refuse("text_type", "must be a string, not {kind}", kind=_kind(value))
-        if not blank and not value.strip():
+        if not blank and _NOT_BLANK.search(value) is None:
             raise _refuse("text_blank", "must not be empty")
         if len(value.encode("utf-8", "surrogatepass")) > limit:
             raise _refuse("text_long", "is longer than {limit} bytes", limit=limit)
@@ -81,7 +89,7 @@ def text(limit: int = 200, blank: bool = False, **schema: Any) -> Checked:
     string of `limit` bytes or fewer meets, so the schema never refuses what the server accepts."""
     shape = {"type": "string", "maxLength": limit, **schema}
     if not blank:
-        shape.update(minLength=1, pattern=r"\S")
+        shape.update(minLength=1, pattern=NOT_BLANK_PATTERN)
     return Checked(_check_text(limit, blank), shape)
 
 
@@ -105,7 +113,7 @@ def one_or_more(limit: int, most: int, **schema: Any) -> Checked:
             one(item)
         return value
 
-    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": r"\S"}
+    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": NOT_BLANK_PATTERN}
     several = {"type": "array", "items": single, "minItems": 1, "maxItems": most}
     return Checked(check, {"anyOf": [single, several], **schema})
 
@@ -129,7 +137,7 @@ def texts(limit: int, most: int, **schema: Any) -> Checked:
             one(item)
         return value
 
-    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": r"\S"}
+    single = {"type": "string", "maxLength": limit, "minLength": 1, "pattern": NOT_BLANK_PATTERN}
     return Checked(check, {"type": "array", "items": single, "maxItems": most, **schema})
 
 

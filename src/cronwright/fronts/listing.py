@@ -10,6 +10,7 @@ schedules, which are not instants, are shortened with "…", and only when nothi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -164,8 +165,22 @@ def _shorten(headers: Sequence[str], rows: list[dict[str, str]], width: int) -> 
             break  # nothing left worth cutting: a narrower terminal wraps
         for row in rows:
             if len(row[column]) >= size:
-                row[column] = row[column][: size - 2] + "…"
+                row[column] = _cut(row[column], size - 1)
     return rows
+
+
+# The zone marker a short schedule ends with, "(Buenos_Aires)": what the footer's "unless marked" means.
+_MARKER = re.compile(r" \([^()]+\)$")
+
+
+def _cut(cell: str, size: int) -> str:
+    """`cell` in `size` characters, ending in "…" where it was cut; a schedule's zone marker is kept
+    whole, and its expression cut instead: without it, its times would read as the node zone's."""
+    marker = _MARKER.search(cell)
+    kept = marker.group() if marker else ""
+    text = cell[: len(cell) - len(kept)]
+    room = max(size - len(kept) - 1, 1)
+    return text[:room] + "…" + kept
 
 
 def _column_width(header: str, rows: Sequence[Mapping[str, str]]) -> int:

@@ -25,11 +25,11 @@ REF = "#/components/schemas/{model}"
 LOCAL_ONLY = ("tick",)
 
 REFUSALS = {
-    "400": "A malformed request (invalid_json, invalid, unknown_action, args_invalid, immutable_field, "
-    "unknown_calendar).",
+    "400": "A malformed request (invalid_json, invalid, unknown_action, args_invalid, immutable_field).",
     "403": "Beyond what the source may do: target_not_allowed, quota_exceeded, period_too_short, "
     "lifetime_too_long.",
-    "404": "No such job that this source may see (not_found).",
+    "404": "No such job that this source may see (not_found), or a calendar the node does not define "
+    "(unknown_calendar).",
     "409": "The job's state forbids it: name_taken, job_running, job_not_paused, job_not_active, "
     "job_not_pending, job_terminal.",
     "413": "The body is over max_message_bytes (message_too_large); it was not parsed.",

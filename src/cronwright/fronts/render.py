@@ -8,6 +8,7 @@ markup, and its control characters are shown, never sent to the terminal.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -93,7 +94,9 @@ def fitted(parts: Sequence[str], indent: int, sep: str = "  ") -> str:
 
 
 def run_cells(run: Mapping[str, Any]) -> list[str]:
-    message = str(run.get("message") or "").splitlines()
+    """A run as a table row: its message's first line whole (a table never cuts a cell; `show --output`
+    has the rest), with "…" where more lines follow."""
+    message = str(run.get("message") or "").strip().splitlines()
     return [
         run["finished_at"],
         run.get("schedule") or str(run["job_id"]),
@@ -101,7 +104,7 @@ def run_cells(run: Mapping[str, Any]) -> list[str]:
         str(run["attempt"]),
         run["outcome"],
         f"{run['took_ms']}ms",
-        (message[0][:80] if message else ""),
+        (message[0] + (" …" if len(message) > 1 else "") if message else ""),
     ]
 
 
@@ -139,9 +142,15 @@ _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | None = None) -> None:
+    """Rows under their headers: aligned columns, whole; on a terminal too narrow for them, each row as a
+    record (`stacked`). No cell is ever cut, piped or not."""
     out = out or sys.stdout
     rows = [[visible(cell) for cell in row] for row in rows]
     if out.isatty():
+        width = shutil.get_terminal_size().columns
+        if _natural_width(headers, rows) > width:
+            out.write(stacked(headers, rows, width))
+            return
         # Imported here: only a table on a terminal needs rich, and every CLI call would pay for it.
         from rich.console import Console
         from rich.table import Table
@@ -161,11 +170,71 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO | N
             rich_table.add_row(*(Text(cell) for cell in row))
         Console(file=out).print(rich_table)
         return
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    widths = _widths(headers, rows)
     for row in [list(headers), *rows]:
         out.write(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n"
         )
+
+
+def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    return [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+
+def _natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    return sum(_widths(headers, rows)) + len(COLUMN_GAP) * (len(headers) - 1)
+
+
+COLUMN_GAP = "  "
+RECORD_INDENT = 4
+
+
+def stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """A table too wide for `width` columns, as records: the leading columns that fit stay a table (the
+    first, an instant, always), and each row's other cells follow on indented lines as `header: value`,
+    packed while they fit. A line breaks between words, never inside an instant or a quoted cron
+    expression; a word longer than the line overflows it rather than being cut (docs/cli.md)."""
+    widths = _widths(headers, rows)
+    kept = 1
+    while kept < len(headers) and sum(widths[: kept + 1]) + len(COLUMN_GAP) * kept <= width:
+        kept += 1
+
+    def aligned(cells: Sequence[str]) -> str:
+        return COLUMN_GAP.join(c.ljust(w) for c, w in zip(cells, widths[:kept], strict=False)).rstrip()
+
+    lines = [aligned(headers[:kept])]
+    for row in rows:
+        lines.append(aligned(row[:kept]))
+        pieces = [f"{h.lower()}: {c}" for h, c in zip(headers[kept:], row[kept:], strict=True) if c]
+        lines += _packed(pieces, width)
+    return "\n".join(lines) + "\n"
+
+
+def _packed(pieces: Sequence[str], width: int) -> list[str]:
+    """`pieces` on lines indented by RECORD_INDENT, as many to a line as fit (", " between); a piece too
+    long for a line of its own wraps between its words, its following lines indented two more."""
+    lines: list[str] = []
+    indent = " " * RECORD_INDENT
+    for piece in pieces:
+        if lines and len(lines[-1]) + 2 + len(piece) <= width:
+            lines[-1] += ", " + piece
+        else:
+            lines += _wrapped(piece, width, indent, indent + "  ")
+    return lines
+
+
+# A word of a cell: a quoted span ('0 7 * * MON-FRI', a cron expression) is one word, spaces and all.
+_WORD = re.compile(r"'[^']*'|\S+")
+
+
+def _wrapped(text: str, width: int, first: str, rest: str) -> list[str]:
+    lines = [first]
+    for word in _WORD.findall(text):
+        if lines[-1].strip() and len(lines[-1]) + 1 + len(word) > width:
+            lines.append(rest + word)
+        else:
+            lines[-1] += (" " if lines[-1].strip() else "") + word
+    return lines
 
 
 def details(pairs: Sequence[tuple[str, str]], out: TextIO | None = None) -> None:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from cronwright.config.settings import seed_label
 from cronwright.core.model import State
 from cronwright.core.sources import Source, operator
 from cronwright.errors import ConfigError, Refusal, RunAtPassed
@@ -24,11 +25,12 @@ IMMUTABLE = ("dedupe_key", "target", "action", "origin", "once")
 _log = logging.getLogger("cronwright.seeds")
 
 
-def upsert_seeds(service: Service, seeds: list[dict[str, Any]]) -> None:
-    """Upserts each seed by its dedupe_key. An invalid seed aborts boot with a ConfigError naming it; a
-    one-shot seed whose instant passed before its store knew it is reported (a warning) and skipped."""
+def upsert_seeds(service: Service, seeds: list[dict[str, Any]], where: str | None = None) -> None:
+    """Upserts each seed by its dedupe_key. An invalid seed aborts boot with a ConfigError naming it (and
+    `where`, the config file); a one-shot seed whose instant passed before its store knew it is reported
+    (a warning) and skipped."""
     for index, seed in enumerate(seeds):
-        label = f"seed #{index + 1} ({seed.get('dedupe_key') or seed.get('name') or 'unnamed'})"
+        label = f"{where}: {seed_label(index, seed)}" if where else seed_label(index, seed)
         try:
             _upsert(service, seed)
         except RunAtPassed as passed:

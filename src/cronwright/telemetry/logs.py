@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -107,21 +110,44 @@ _fallback = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=
 
 
 class Readable(logging.Formatter):
-    """The same line for people: `2026-03-02T09:30:00.120+01:00 info  job_run job=nightly outcome=ok`."""
+    """The same line for people: `2026-03-02T09:30:00.120+01:00 info  job_run job=nightly outcome=ok`.
 
-    def __init__(self, zone: ZoneInfo) -> None:
+    Given the terminal's `width`, a line longer than it breaks between words, its following lines
+    indented, rather than where the terminal would cut it; a field whose value the message already says
+    (the serve's store, its URL) is not said twice."""
+
+    def __init__(self, zone: ZoneInfo, width: int | None = None) -> None:
         super().__init__()
         self._zone = zone
+        self._width = width
 
     def format(self, record: logging.LogRecord) -> str:
         line = entry(record, self._zone)
         head = f"{line.pop('time')} {line.pop('level'):<7} "
         line.pop("logger")
         error = line.pop("error", None)
-        text = line.pop("event") if "event" in line else line.pop("message", "")
-        rest = " ".join(f"{key}={_value(value)}" for key, value in line.items() if value is not None)
-        shown = head + " ".join(part for part in (str(text), rest) if part)
+        text = str(line.pop("event") if "event" in line else line.pop("message", ""))
+        said = {word.strip(",;()") for word in text.split()}  # a field said as a word of the text: once
+        rest = " ".join(
+            f"{key}={_value(value)}"
+            for key, value in line.items()
+            if value is not None and value != {} and not (isinstance(value, str) and value in said)
+        )
+        shown = head + " ".join(part for part in (text, rest) if part)
+        if self._width is not None and len(shown) > self._width:
+            shown = "\n".join(textwrap.wrap(
+                shown, self._width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+            ))  # fmt: skip
         return f"{shown}\n{error}" if error else shown
+
+
+def _columns(stream: TextIO) -> int:
+    """The width of the terminal `stream` writes to ($COLUMNS first, as everywhere in the CLI)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size().columns
+    return int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else size.columns
 
 
 def _value(value: object) -> str:
@@ -142,7 +168,8 @@ def configure(zone: ZoneInfo, stream: TextIO | None = None, level: int = logging
     stream = stream or sys.stderr
     handler = logging.StreamHandler(stream)
     readable = hasattr(stream, "isatty") and stream.isatty()
-    handler.setFormatter(Readable(zone) if readable else JsonLines(zone))
+    width = _columns(stream) if readable else None
+    handler.setFormatter(Readable(zone, width) if readable else JsonLines(zone))
     # A line carries none of a record's process, thread or calling function, so none is looked up per
     # record: on a busy node that was a getpid system call and a walk up the stack for every event.
     logging.logProcesses = logging.logThreads = logging.logMultiprocessing = False

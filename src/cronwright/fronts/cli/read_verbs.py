@@ -326,7 +326,7 @@ def _notification_cells(row: Reply) -> list[str]:
         row["state"],
         str(row["attempts"]),
         when or "-",
-        (row.get("last_error") or "")[:80],
+        row.get("last_error") or "",  # whole: a table wraps what does not fit, it never cuts
     ]
 
 

@@ -61,9 +61,9 @@ def runs_chart(runs: Sequence[Mapping[str, Any]]) -> str:
         '<title id="cw-runs-title">Recent runs: duration and outcome, oldest to newest</title>',
         f'<desc id="cw-runs-desc">{esc(said)}</desc>',
         f'<line x1="{LEFT}" y1="{BASE}" x2="{WIDTH - 10}" y2="{BASE}" stroke="currentColor"/>',
-        f'<text x="{LEFT - 4}" y="{TOP + 4}" font-size="10" text-anchor="end" fill="currentColor">'
+        f'<text x="{LEFT - 4}" y="{TOP + 4}" font-size="11" text-anchor="end" fill="currentColor">'
         f"{esc(duration_text(longest))}</text>",
-        f'<text x="{LEFT - 4}" y="{BASE}" font-size="10" text-anchor="end" fill="currentColor">0</text>',
+        f'<text x="{LEFT - 4}" y="{BASE}" font-size="11" text-anchor="end" fill="currentColor">0</text>',
     ]
     for index, run in enumerate(shown):
         x = round(LEFT + slot * index + (slot - bar) / 2, 2)
@@ -85,7 +85,7 @@ def _bar(run: Mapping[str, Any], x: float, width: float, longest: int) -> str:
     if message:
         title += f": {message[:200]}"
     label = (
-        f'<text x="{round(x + width / 2, 2)}" y="{BASE + 14}" font-size="9" text-anchor="middle" '
+        f'<text x="{round(x + width / 2, 2)}" y="{BASE + 14}" font-size="10" text-anchor="middle" '
         f'fill="currentColor">{esc(short)}</text>'
     )
     return (

@@ -251,8 +251,8 @@ def _lane(lane: Lane, window: Window, top: int) -> list[str]:
         f'<text x="4" y="{middle + 4}" font-size="12" fill="currentColor">{name}'
         f"<title>{name} ({esc(lane.zone)})</title></text>"
     )
-    if lane.href is not None:
-        label = f'<a href="{esc(lane.href)}">{label}</a>'
+    # No link here: a role="img" is one picture to assistive technology, and a focusable link inside it is
+    # unreachable to some and announced twice by others (axe: nested-interactive). The table below links.
     parts = [
         f'<g class="cw-lane"><line x1="{LABEL}" y1="{middle}" x2="{LABEL + PLOT}" y2="{middle}" '
         f'stroke="#8886" stroke-width="0.5"/>',
