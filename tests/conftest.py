@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,19 @@ from cronwright.targets.allowlist import StaticAllowlist
 pytest_plugins = ["serving", "dashboard_site"]
 
 BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The default store and the dashboard's keys live under $XDG_DATA_HOME: a test that uses the
+    defaults, and every process it starts, writes to a folder of the run's own, never to the user's."""
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
 
 
 def at(text: str) -> datetime:
