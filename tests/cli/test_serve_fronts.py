@@ -16,6 +16,7 @@ import socket
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,6 +71,13 @@ def scrape(url: str) -> str:
     return reply.text
 
 
+def call(url: str, request: dict[str, object]) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    reply = httpx.post(f"{url}/v1/call", json=request, headers=headers, timeout=30).json()
+    assert isinstance(reply, dict)
+    return reply
+
+
 def history(cw: Cronwright, name: str) -> list[dict[str, object]]:
     runs = cw.json("history", name, "--limit", "200")["runs"]
     assert isinstance(runs, list)
@@ -122,6 +130,25 @@ def test_a_killed_front_comes_back_on_the_same_address_and_the_node_fires_on(cw:
             stderr.join()
     assert serve.returncode == 0, "".join(stderr.seen)
     assert stderr.saw("ended (killed by SIGKILL)")
+
+
+def test_a_run_now_through_http_is_handed_to_the_node_which_runs_it_at_once(cw: Cronwright) -> None:
+    add_token(cw)
+    with cw.popen("serve") as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
+            job = {"name": "manual", "target": "sh", "action": "log", "schedule": {"every": "1h"}}
+            assert call(url_of(stderr), {"action": "create_job", "job": job})["ok"] is True
+            reply = call(url_of(stderr), {"action": "run_now", "name": "manual"})
+            assert reply["ok"] is True, reply
+            assert reply["handed_to"].startswith(f"{socket.gethostname()}:{serve.pid}:"), reply
+            # Woken by the fronts' process, not at its next safety wake-up a minute later.
+            wait_for("the node to run it", lambda: len(cw.fires()) == 1, timeout=20)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(timeout=30)
+            stderr.join()
 
 
 @needs_faketime

@@ -57,16 +57,11 @@ class Runtime:
                 fail(str(error))
         return self._config
 
-    def app(
-        self,
-        boot: bool = False,
-        serving: bool = False,
-        metrics: bool = False,
-        sinks: tuple[EventSink, ...] = (),
-    ) -> App:
+    def app(self, boot: bool = False, serving: bool = False, sinks: tuple[EventSink, ...] = ()) -> App:
         """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do; `serving`
         is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node.
-        `metrics` for a process that serves /metrics; `sinks` are told of the events of its node."""
+        `sinks` are told of the events of its node. It keeps no Prometheus counters: serve's fronts'
+        process keeps its own (front_process.py)."""
         if self._app is None:
             from cronwright.targets.cache import SpecCache, cache_dir
             from cronwright.targets.executor import TargetRunner
@@ -103,7 +98,7 @@ class Runtime:
                     seed=boot,
                     serving=serving,
                     short_lived=not boot,
-                    metrics=metrics,
+                    metrics=False,
                 )
             except (ConfigError, StoreError) as error:
                 fail(str(error))
