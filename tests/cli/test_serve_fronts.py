@@ -106,6 +106,23 @@ def test_a_front_stopped_dead_leaves_every_firing_on_time(cw: Cronwright) -> Non
         assert late <= timedelta(seconds=2), run
 
 
+def test_serve_stops_at_once_with_its_front_stopped_dead(cw: Cronwright) -> None:
+    with cw.popen("serve") as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
+            front = front_of(serve.pid)
+            os.kill(front, signal.SIGSTOP)
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(timeout=10) == 0, "".join(stderr.seen)  # its front was not waited out
+            assert not alive(front)
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+            stderr.join()
+    assert not stderr.saw("did not stop")
+
+
 def test_a_killed_front_comes_back_on_the_same_address_and_the_node_fires_on(cw: Cronwright) -> None:
     add_token(cw)
     cw.json("add", "every-second", "--target", "sh", "--action", "log", *EVERY_SECOND)

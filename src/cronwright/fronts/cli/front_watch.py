@@ -60,16 +60,20 @@ class FrontProcess:
         self._stopping.set()
         with self._lock:
             process = self._process
-        if process is not None and process.returncode is None:
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while process is not None and process.returncode is None and time.monotonic() < deadline:
             with contextlib.suppress(OSError):  # it ended meanwhile
+                # SIGCONT: one stopped dead (SIGSTOP) runs again. Asked again each second: a signal sent
+                # while it was stopped goes to whichever of its threads runs first, and one that a thread
+                # other than the main one took leaves the main thread asleep in its wait.
+                process.send_signal(signal.SIGCONT)
                 process.send_signal(signal.SIGTERM)
-        if self._watcher.is_alive():
-            self._watcher.join(STOP_TIMEOUT)
+            self._watcher.join(1.0)
         if process is not None and process.returncode is None:
             say(_log, f"the fronts' process (pid {process.pid}) did not stop in {STOP_TIMEOUT:g}s: killed",
                 logging.WARNING, pid=process.pid)  # fmt: skip
             process.kill()
-            self._watcher.join(STOP_TIMEOUT)
+        self._watcher.join(STOP_TIMEOUT)
         self._relay.detach()
         self.listening.close()
 
