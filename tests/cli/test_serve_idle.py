@@ -1,10 +1,12 @@
 """An idle `cronwright serve` does not wake (DESIGN semantic 25): no thread of it polls.
 
 The node sleeps until its next due instant (at most its safety interval, a minute), the HTTP server's loop
-waits for requests, the main thread waits for a signal, and PostgreSQL's listener waits for a notification.
-Measured from outside, as the kernel counts it: every thread's context switches (voluntary and not), in
-the serve process and in its warm python worker, must not grow over a few idle seconds. That is a count,
-not a timing: a thread that polls at any rate under a few seconds shows up, however fast the machine.
+(in the fronts' process) waits for requests, the main threads wait for a signal, the fronts' watcher waits
+for its process to end, the relay's reader for the node's events, and PostgreSQL's listener for a
+notification. Measured from outside, as the kernel counts it: every thread's context switches (voluntary
+and not), in every process of serve (the node's, its fronts', the workers' fork server and its warm python
+worker), must not grow over a few idle seconds. That is a count, not a timing: a thread that polls at any
+rate under a few seconds shows up, however fast the machine.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ def woken(serve: subprocess.Popen[str]) -> dict[str, int]:
     # Let the boot settle (the first pass, the worker's handshake) before the window opens.
     time.sleep(1.0)
     pids = [serve.pid, *descendants(serve.pid)]
+    commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
+    assert any(b"front_process" in command for command in commands), "the fronts' process is counted too"
     before = {key: value for pid in pids for key, value in switches(pid).items()}
     time.sleep(WINDOW)
     after = {key: value for pid in pids for key, value in switches(pid).items()}

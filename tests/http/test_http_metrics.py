@@ -6,7 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import cronwright
 from cronwright.core.model import Outcome, State
-from cronwright.fronts.http.asgi import parse_listen
+from cronwright.fronts.http.listen import parse_listen
 from serving import Live, bearer
 
 

@@ -120,7 +120,7 @@ def test_serve_on_a_busy_address_fails_with_status_2(tmp_path: Path) -> None:
 def test_the_listening_socket_says_it_is_tcp_so_that_replies_go_out_at_once() -> None:
     # asyncio sets TCP_NODELAY only on connections of a socket whose protocol is IPPROTO_TCP; without it a
     # keep-alive client waits 40 ms for each reply (Nagle against delayed ACKs).
-    from cronwright.fronts.http.asgi import _bind
+    from cronwright.fronts.http.listen import _bind
 
     with _bind("127.0.0.1", 0) as sock:
         assert sock.proto == socket.IPPROTO_TCP

@@ -9,6 +9,7 @@ one pass and one durable write (group commit).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, wait
 from datetime import timedelta
 
@@ -90,8 +91,9 @@ def until_next_pass(node: Node) -> float:
     return seconds_until_next_pass(node)
 
 
-def serve_forever(node: Node) -> None:
+def serve_forever(node: Node, after_pass: Callable[[], None] | None = None) -> None:
     """Runs passes until `node.stop()`. Between passes it sleeps until the next due instant or a wake-up.
+    `after_pass` is called after each pass that ended well (serve tells its fronts' process how it stands).
 
     A store that can announce changes (`watch`, as PostgreSQL's LISTEN/NOTIFY) wakes the node when
     another node or process changes a job; without it, such changes land at the next safety wake-up.
@@ -99,13 +101,17 @@ def serve_forever(node: Node) -> None:
     inner = node.store.inner
     stop_watching = inner.watch(node.wake) if isinstance(inner, Watches) else None
     try:
-        _serve(node)
+        _serve(node, after_pass or _nothing)
     finally:
         if stop_watching is not None:
             stop_watching()
 
 
-def _serve(node: Node) -> None:
+def _nothing() -> None:
+    pass
+
+
+def _serve(node: Node, after_pass: Callable[[], None]) -> None:
     booted, failures = False, 0
     while not node.stopping.is_set():
         try:
@@ -122,6 +128,7 @@ def _serve(node: Node) -> None:
             else:
                 node.boot()
                 booted = True
+            after_pass()
             failures = 0
         except Exception as error:
             # A pass that failed (the store was unreachable, say) is tried again, with backoff; the node

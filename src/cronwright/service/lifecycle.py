@@ -92,6 +92,7 @@ def run_now(service: Service, request: Mapping[str, Any], source: Source) -> dic
     peer = handoff.serving_peer(service.node) if service.node.short_lived else None
     if peer is not None:
         queued = handoff.hand_off(service.node, job.id, entry)
+        service.node.wake()  # from serve's fronts' process, this signals the serving node: it takes it now
         reply = {"job": service.row(queued), "persistence": service.store.inner.persistence.value}
         return reply | {"handed_to": peer}
     claimed = service.node.run_now(job.id, entry)

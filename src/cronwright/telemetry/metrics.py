@@ -11,8 +11,9 @@ from __future__ import annotations
 import platform
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Protocol
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from cronwright._version import __version__
 from cronwright.core.model import Persistence, State
@@ -27,17 +28,61 @@ def build_info() -> GaugeMetricFamily:
     return info
 
 
-class NodeGauges:
-    """Gauges read at scrape time, from the node and its store (so jobs by state are across nodes)."""
+class NodeView(Protocol):
+    """How the firing node stands, seen from the process that serves /metrics: the node itself, or what the
+    node's process last told the fronts' process (relay.py)."""
+
+    @property
+    def last_pass_at(self) -> datetime | None: ...
+
+    @property
+    def degraded(self) -> bool: ...
+
+    @property
+    def dropped(self) -> int:
+        """The node's events the fronts' process had no room for."""
+
+    def in_flight(self) -> int: ...
+
+
+class LocalView:
+    """The view of a node in this process."""
+
+    dropped = 0
 
     def __init__(self, node: Node) -> None:
         self._node = node
 
+    def in_flight(self) -> int:
+        return self._node.in_flight()
+
+    @property
+    def last_pass_at(self) -> datetime | None:
+        return self._node.last_pass_at
+
+    @property
+    def degraded(self) -> bool:
+        return self._node.store.persistence is Persistence.DEGRADED
+
+
+class NodeGauges:
+    """Gauges read at scrape time, from the node and its store (so jobs by state are across nodes).
+    `view` tells how the firing node stands (default: `node`, the node of this process)."""
+
+    def __init__(self, node: Node, view: NodeView | None = None) -> None:
+        self._node = node
+        self.view = view or LocalView(node)
+
     def collect(self) -> Iterable[Metric]:
-        node = self._node
+        node, view = self._node, self.view
         yield build_info()
         yield GaugeMetricFamily(
-            "cronwright_runs_in_flight", "Attempts running on this node now.", value=node.in_flight()
+            "cronwright_runs_in_flight", "Attempts running on this node now.", value=view.in_flight()
+        )
+        yield CounterMetricFamily(
+            "cronwright_relay_dropped",
+            "Events of the node the fronts' process had no room for (it was stopped or too busy).",
+            value=view.dropped,
         )
         now = node.clock.now()
         try:
@@ -49,7 +94,7 @@ class NodeGauges:
             yield _gauge("cronwright_store_up", "1 when the store answers reads, else 0.", 0)
             return
         yield _gauge("cronwright_store_up", "1 when the store answers reads, else 0.", 1)
-        degraded = node.store.persistence is Persistence.DEGRADED
+        degraded = view.degraded or node.store.persistence is Persistence.DEGRADED
         yield _gauge(
             "cronwright_store_degraded",
             "1 while a write waits in memory for the store (replies say degraded), else 0.",

@@ -26,6 +26,7 @@ from cronwright.telemetry.logs import say
 if TYPE_CHECKING:
     from cronwright.app import App
     from cronwright.config.settings import Config
+    from cronwright.core.events import EventSink
     from cronwright.node.scheduler import Node
     from cronwright.targets.pool import Pool
     from cronwright.targets.specs import WorkerSpec
@@ -56,9 +57,11 @@ class Runtime:
                 fail(str(error))
         return self._config
 
-    def app(self, boot: bool = False, serving: bool = False) -> App:
+    def app(self, boot: bool = False, serving: bool = False, sinks: tuple[EventSink, ...] = ()) -> App:
         """The app. `boot` upserts the seeds and runs a first pass, as `serve` and `tick` do; `serving`
-        is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node."""
+        is for `serve`. Any other verb's process is short-lived: its run_now goes to a serving node.
+        `sinks` are told of the events of its node. It keeps no Prometheus counters: serve's fronts'
+        process keeps its own (front_process.py)."""
         if self._app is None:
             from cronwright.targets.cache import SpecCache, cache_dir
             from cronwright.targets.executor import TargetRunner
@@ -87,15 +90,15 @@ class Runtime:
                 runner = TargetRunner(registry, Secrets.from_config(config), zone=config.node.tz, pool=pool)
                 from cronwright.app import build
 
-                # Only serve has a /metrics to count events for.
                 self._app = build(
                     config,
                     runner,
                     registry,
+                    sinks=sinks,
                     seed=boot,
                     serving=serving,
                     short_lived=not boot,
-                    metrics=serving,
+                    metrics=False,
                 )
             except (ConfigError, StoreError) as error:
                 fail(str(error))

@@ -1,5 +1,6 @@
-"""The verbs that run the node: tick (one pass, then exit), serve (the node, the HTTP API, MCP over HTTP
-and the dashboard until a signal), mcp (MCP over stdio) and dashboard (a one-time link to a running serve).
+"""The verbs that run the node: tick (one pass, then exit), serve (the node, and in a process of its own
+the HTTP API, MCP over HTTP and the dashboard, until a signal), mcp (MCP over stdio) and dashboard (a
+one-time link to a running serve).
 
 Their HTTP, MCP and dashboard stacks are imported by the verb that uses them, never at import: a `tick`,
 started by cron every minute, pays for none of them (tests/cli/test_tick_imports.py)."""
@@ -24,8 +25,8 @@ from cronwright.telemetry.logs import say
 
 if TYPE_CHECKING:
     from cronwright.app import App
-    from cronwright.fronts.http.asgi import Serving
-    from cronwright.fronts.ui.links import Links
+    from cronwright.fronts.cli.front_watch import FrontProcess
+    from cronwright.telemetry.relay import RelayWriter
 
 _log = logging.getLogger("cronwright.cli")
 
@@ -63,14 +64,16 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 def serve(runtime: Runtime) -> None:
     """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
     runtime.log_to_stderr()
-    app = runtime.app(boot=True, serving=True)
-    # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
-    # `stop`: it never polls, so an idle serve does not wake (DESIGN semantic 25).
-    stop = threading.Event()
-    from cronwright.fronts.ui import links
+    from cronwright.telemetry.relay import RelayWriter
 
-    dashboard_links = links.Links()
-    http = _http_server(app, on_exit=stop.set, links=dashboard_links)
+    # This process fires and does nothing else; the fronts run in a process of their own (front_watch.py),
+    # told of the node's events and state through `relay`, so no request takes what a firing needs.
+    relay = RelayWriter()
+    app = runtime.app(boot=True, serving=True, sinks=(relay,))
+    fronts = _fronts(app, relay)
+    # The main thread sleeps until a signal, or the end of the node's loop, sets `stop`: it never polls,
+    # so an idle serve does not wake (DESIGN semantic 25).
+    stop = threading.Event()
     from cronwright.node.runner import Warms
 
     runner = app.node.runs.runner
@@ -82,7 +85,9 @@ def serve(runtime: Runtime) -> None:
 
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
+    # A change made by the fronts' process or a CLI wakes the node, and the dashboards are told.
     signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
+    app.node.on_notes = _both(app.node.on_notes, relay.changed)
     counts = {state: n for state, n in app.node.store.counts().items() if n}
     where = app.node.store.description
     shown = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no schedules"
@@ -93,7 +98,7 @@ def serve(runtime: Runtime) -> None:
         try:
             from cronwright.node.drive import serve_forever
 
-            serve_forever(app.node)
+            serve_forever(app.node, after_pass=lambda: relay.passed(app.node))
         finally:
             stop.set()
 
@@ -101,36 +106,34 @@ def serve(runtime: Runtime) -> None:
     loop.start()
     if app.deliveries is not None:
         app.deliveries.start()  # its own thread: a slow channel never holds up a scheduling pass
-    try:
-        http.start()
-    except RuntimeError as error:
-        fail(str(error))
-    say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp, dashboard at /ui/)", url=http.url)
-    # `cronwright dashboard` finds this serve, and signs its one-time links, with the key in this file.
-    key_file = links.key_file(app.config.store_url, app.config.node.listen)
-    try:
-        links.publish(key_file, http.url, dashboard_links.key)
-    except OSError as error:
-        say(_log, f"no dashboard link for `cronwright dashboard`: cannot write {key_file}: {error}",
-            logging.WARNING, path=str(key_file))  # fmt: skip
+    fronts.start()  # it says where it listens once it does
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
-    links.withdraw(key_file, dashboard_links.key)
-    app.changes.close()  # ends the dashboard's event streams, which would hold up the HTTP server's stop
-    http.stop()
+    fronts.stop()  # first: no request reaches a node that is stopping
     runtime.close()  # runs in flight get the shutdown grace, then are recorded interrupted
     say(_log, f"cronwright node {app.node.id} stopped", node=app.node.id)
 
 
-def _http_server(app: App, on_exit: Callable[[], None], links: Links | None = None) -> Serving:
-    """The HTTP app, on a socket bound now: a bad or busy node.listen fails before anything runs."""
-    from cronwright.fronts.http.asgi import Serving, create_app, parse_listen
+def _fronts(app: App, relay: RelayWriter) -> FrontProcess:
+    """The fronts' process, on a socket bound now: a bad or busy node.listen fails before anything runs."""
+    from cronwright.fronts.cli.front_watch import FrontProcess
+    from cronwright.fronts.http.listen import listening
 
     listen = app.config.node.listen
     try:
-        return Serving(create_app(app, host=parse_listen(listen)[0], links=links), listen, on_exit)
+        bound = listening(listen)
     except (ValueError, OSError) as error:
         fail(f"cannot listen on {listen} (node.listen): {error}")
+    return FrontProcess(bound, relay, app.config.path)
+
+
+def _both(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    def both() -> None:
+        if first is not None:
+            first()
+        second()
+
+    return both
 
 
 @cli.command()

@@ -45,11 +45,12 @@ from cronwright.app import App
 from cronwright.core.sources import Source, token_digest
 from cronwright.errors import Invalid, MessageTooLarge
 from cronwright.fronts import mcp as mcp_front
+from cronwright.fronts.http.listen import listening
 from cronwright.fronts.http.statuses import Reply, status_of
 from cronwright.fronts.http.throttle import AuthFailureCounts, AuthFailures, client_address
 from cronwright.fronts.openapi import document
 from cronwright.notify.gauges import AlertGauges
-from cronwright.telemetry.metrics import NodeGauges
+from cronwright.telemetry.metrics import NodeGauges, NodeView
 
 if TYPE_CHECKING:
     from cronwright.fronts.ui.links import Links
@@ -69,15 +70,6 @@ NO_OAUTH = (
 OPEN_PATHS = frozenset({"/healthz", "/ui"})  # /ui: the router redirects it to /ui/
 # The dashboard checks its own sessions (fronts/ui/site.py), which a bearer token or a link starts.
 OPEN_PREFIXES = ("/ui/",)
-
-
-def parse_listen(listen: str) -> tuple[str, int]:
-    """`host:port` (`[::1]:8765` for IPv6) as a host and a port; port 0 picks a free one."""
-    host, sep, port = listen.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"node.listen {listen!r} is not host:port, such as 127.0.0.1:8765")
-    return host, int(port)
 
 
 # --- who is asking --------------------------------------------------------------------------------------
@@ -161,15 +153,16 @@ def source_of(request: object) -> Source | None:
 
 
 class _Api:
-    def __init__(self, app: App, failures: AuthFailures) -> None:
+    def __init__(self, app: App, failures: AuthFailures, view: NodeView | None) -> None:
         self.app = app
         self.limit = app.protocol.max_message_bytes
         self.gauges = CollectorRegistry()
-        self.gauges.register(NodeGauges(app.node))
+        gauges = NodeGauges(app.node, view)
+        self.gauges.register(gauges)
         self.gauges.register(AuthFailureCounts(failures))
         node, limit = app.node, app.config.node.per_job_metrics
         store = node.store
-        self.gauges.register(AlertGauges(store, lambda: node.last_pass_at, limit))
+        self.gauges.register(AlertGauges(store, lambda: gauges.view.last_pass_at, limit))
 
     async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         source = _source(request)
@@ -229,10 +222,15 @@ class _Api:
 
 
 def create_app(
-    app: App, sources: Sequence[Source] | None = None, host: str = "127.0.0.1", links: Links | None = None
+    app: App,
+    sources: Sequence[Source] | None = None,
+    host: str = "127.0.0.1",
+    links: Links | None = None,
+    view: NodeView | None = None,
 ) -> ASGIApp:
     """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen;
-    `links` checks the operator's one-time dashboard links (serve publishes its key)."""
+    `links` checks the operator's one-time dashboard links (serve publishes its key); `view` is how the
+    firing node stands, for /metrics, when it is not `app.node` (serve's node runs in another process)."""
     if sources is None:
         sources = [app.config.source(name) for name in app.config.sources]
     from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
@@ -240,7 +238,7 @@ def create_app(
     tokens = Tokens(sources)
     failures = AuthFailures(app.node.clock)
     dashboard, _ = create_ui(app, tokens.source, links, failures)
-    api = _Api(app, failures)
+    api = _Api(app, failures, view)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
     mcp_server.streamable_http_app(
@@ -427,15 +425,17 @@ async def _crash(request: Request, error: Exception) -> Response:
 
 class Serving:
     """An ASGI app served by uvicorn on a thread, on a socket bound at construction, so that a bad or busy
-    address fails at once, in the caller's thread.
+    address fails at once, in the caller's thread (or on a listening socket it is given: `listening`).
 
     The server never ticks: uvicorn's own main loop wakes every 100 ms (to refresh its Date header and to
     look at `should_exit`), which would make an idle `serve` wake ten times a second (DESIGN semantic 25).
     Here its loop waits on an event that `stop` sets, and the Date header is stamped on each response.
     """
 
-    def __init__(self, asgi: ASGIApp, listen: str, on_exit: Callable[[], None] | None = None) -> None:
-        self._socket = _bind(*parse_listen(listen))
+    def __init__(
+        self, asgi: ASGIApp, listen: str | socket.socket, on_exit: Callable[[], None] | None = None
+    ) -> None:
+        self._socket = listen if isinstance(listen, socket.socket) else listening(listen)
         config = uvicorn.Config(
             DateHeader(asgi),
             lifespan="on",
@@ -482,21 +482,6 @@ class Serving:
             self._server.up.set()
             if self._on_exit is not None:
                 self._on_exit()
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    # IPPROTO_TCP, not 0 as socket.create_server has it: asyncio sets TCP_NODELAY only on connections of a
-    # socket that says it is TCP, and without it every small reply waits 40 ms for a delayed ACK.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class _Uvicorn(uvicorn.Server):
