@@ -29,6 +29,7 @@ from cronwright.node import drive
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
 from cronwright.store import open_store
+from cronwright.store.codec import encode, run_data
 from cronwright.store.postgres import SKEW_WARNING, PostgresStore, quoted, schema_version, upgrade
 from cronwright.store.resilient import ResilientStore
 
@@ -114,6 +115,12 @@ def catalog(schema: str) -> dict[str, list[tuple[Any, ...]]]:
         " JOIN pg_namespace ns ON ns.oid = rel.relnamespace WHERE ns.nspname = %(schema)s ORDER BY 1, 2",
         "sequences": "SELECT sequence_name, data_type, start_value, increment"
         " FROM information_schema.sequences WHERE sequence_schema = %(schema)s ORDER BY 1",
+        "triggers": "SELECT event_object_table, trigger_name, action_timing, event_manipulation,"
+        " action_condition, replace(action_statement, %(schema)s || '.', '')"
+        " FROM information_schema.triggers WHERE trigger_schema = %(schema)s ORDER BY 1, 2",
+        "functions": "SELECT p.proname, replace(pg_get_functiondef(p.oid), %(schema)s || '.', '')"
+        " FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace"
+        " WHERE ns.nspname = %(schema)s ORDER BY 1",
     }
     with pg.connect(pg.server_url()) as connection:
         found = {
@@ -669,6 +676,8 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     # Back to what release 1 left: no created_by column, no index on it, schema version 1.
     with pg.connect(url) as connection, connection.transaction():
         connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        connection.execute("DROP TRIGGER runs_owner_from_job ON runs")  # (migration 0005's)
+        connection.execute("DROP FUNCTION cronwright_run_owner()")
         connection.execute("ALTER TABLE runs DROP COLUMN owner")  # (migration 0005's, and its index)
         connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_created_by")
@@ -687,3 +696,20 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
             sql.SQL("SELECT id, created_by FROM {}.jobs ORDER BY id").format(sql.Identifier(store.schema))
         ).fetchall()
     assert rows == [(mine.id, "agent"), (gone.id, "agent"), (theirs.id, "other")]
+
+
+def test_a_run_inserted_by_a_node_of_the_previous_release_is_in_its_sources_history(
+    url: str, open_: Callable[..., PostgresStore]
+) -> None:
+    """During a rolling upgrade a node of schema version 4 inserts runs without an owner: the database
+    fills it in from the job, so the source's history (read by owner) still shows the run."""
+    store = open_()
+    mine = store.insert(job("mine", created_by="agent"))
+    old = Run(mine.id, mine.name, "f-old-node", 1, T0, T0, T0, Outcome.OK, "", 0, "n")
+    with pg.connect(url) as connection, connection.transaction():
+        connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        connection.execute(
+            "INSERT INTO runs (job_id, fire_id, attempt, finished_at, data) VALUES (%s, %s, 1, %s, %s)",
+            (mine.id, old.fire_id, T0, encode(run_data(old))),
+        )
+    assert [found.fire_id for found in store.runs(created_by="agent")] == ["f-old-node"]

@@ -82,6 +82,19 @@ CREATE INDEX runs_newest ON runs (finished_at DESC, seq DESC);
 -- A source's history: its newest runs, a page at a time.
 CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
 
+-- A run inserted without an owner (by a node of the previous release, during a rolling upgrade) takes
+-- its job's creator, so that it is in its source's history.
+CREATE FUNCTION cronwright_run_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT created_by INTO NEW.owner FROM jobs WHERE id = NEW.job_id;
+    NEW.owner := coalesce(NEW.owner, '');
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER runs_owner_from_job BEFORE INSERT ON runs
+    FOR EACH ROW WHEN (NEW.owner = '') EXECUTE FUNCTION cronwright_run_owner();
+
 -- One row per live node: its lease over all of its runs in flight.
 CREATE TABLE nodes (
     node text PRIMARY KEY,

@@ -16,3 +16,17 @@ ALTER TABLE runs ADD COLUMN owner text NOT NULL DEFAULT '';
 UPDATE runs SET owner = jobs.created_by FROM jobs WHERE jobs.id = runs.job_id;
 
 CREATE INDEX runs_owner_newest ON runs (owner, finished_at DESC, seq DESC);
+
+-- A node of the previous release, upgraded one at a time beside this one, inserts runs without an owner:
+-- the database fills it in from the job, so no run of a rolling upgrade is missing from its source's
+-- history. This release always names the owner, so the trigger's condition is false for its inserts.
+CREATE FUNCTION cronwright_run_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT created_by INTO NEW.owner FROM jobs WHERE id = NEW.job_id;
+    NEW.owner := coalesce(NEW.owner, '');
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER runs_owner_from_job BEFORE INSERT ON runs
+    FOR EACH ROW WHEN (NEW.owner = '') EXECUTE FUNCTION cronwright_run_owner();
