@@ -191,9 +191,9 @@ class TargetRunner:
         except SecretMissing as missing:
             return Finished("error", str(missing)), masker
         masker = Masker([*values.values(), *known])
-        call = Call(
-            self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action), stop
-        )
+        envelope = self.envelope(job, occurrence)
+        timeout = action.timeout.total_seconds()
+        call = Call(envelope, values, timeout, _deadline(action), stop, _created(job))
         return self._dispatch(target, action, call), masker
 
     def envelope(self, job: Job, occurrence: Occurrence) -> dict[str, Any]:
@@ -249,6 +249,10 @@ def _exact(instant: datetime, zone: ZoneInfo) -> str:
 
 def _to_the_second(instant: datetime, zone: ZoneInfo) -> str:
     return _render(instant if instant.tzinfo is UTC else instant.astimezone(UTC), zone)
+
+
+def _created(job: Job) -> str:
+    return job.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _deadline(action: ActionSpec) -> datetime:

@@ -53,10 +53,12 @@ class Broker(Protocol):
     def close(self) -> None: ...
 
 
-def message_id(job_id: object, schedule: object, fire_id: object, attempt: object) -> str:
-    """The id of a message: a uuid5 over the job, its name, the fire_id and the attempt. A fire_id is
-    unique within one store; the job's id and name keep two stores' messages apart on one broker."""
-    return str(uuid.uuid5(NAMESPACE, f"{job_id}/{schedule}/{fire_id}/{attempt}"))
+def message_id(job_id: object, schedule: object, created: str, fire_id: object, attempt: object) -> str:
+    """The id of a message: a uuid5 over the job (its id, name and creation instant in UTC to the
+    second, `2026-12-07T12:00:00Z`), the fire_id and the attempt. A fire_id is unique within one store;
+    the job's creation keeps a fresh store, which numbers its jobs from 1 again, from reusing the ids
+    of an old one on the same broker (and reading an old task's result as its own)."""
+    return str(uuid.uuid5(NAMESPACE, f"{job_id}/{schedule}/{created}/{fire_id}/{attempt}"))
 
 
 def message_of(call: Call, target: TargetSpec, route: Route) -> Message:
@@ -78,7 +80,7 @@ def message_of(call: Call, target: TargetSpec, route: Route) -> Message:
     kwargs = dict(envelope["args"])
     args = tuple(kwargs.pop(name) for name in route.positional)
     return Message(
-        message_id(envelope["job_id"], envelope["schedule"], cron["fire_id"], attempt),
+        message_id(envelope["job_id"], envelope["schedule"], call.created, cron["fire_id"], attempt),
         headers,
         envelope,
         (due + target.grace).astimezone(UTC),

@@ -1,0 +1,157 @@
+"""NATS JetStream targets against the real server: a real `tick` publishes, a JetStream consumer counts what
+the stream holds by `Nats-Msg-Id`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from brokers.conftest import NATS, reachable
+from cli.blackbox import Cronwright
+from cronwright.config.settings import parse
+from cronwright.core.model import Occurrence
+from cronwright.targets.executor import TargetRunner
+from cronwright.targets.registry import build_registry
+from cronwright.targets.secrets import Secrets
+from targets.conftest import job
+
+
+class Stream:
+    """A JetStream stream of the test's own, on subjects `<prefix>.>`."""
+
+    def __init__(self) -> None:
+        self.name = f"CWTEST_{uuid.uuid4().hex[:10].upper()}"
+        self.prefix = self.name.lower()
+
+    async def _create(self) -> None:
+        client = await nats.connect(NATS)
+        await client.jetstream().add_stream(name=self.name, subjects=[f"{self.prefix}.>"])
+        await client.close()
+
+    async def _delete(self) -> None:
+        client = await nats.connect(NATS)
+        await client.jetstream().delete_stream(self.name)
+        await client.close()
+
+    async def _messages(self) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        client = await nats.connect(NATS)
+        js = client.jetstream()
+        consumer = await js.pull_subscribe(f"{self.prefix}.>", durable=None, stream=self.name)
+        found: list[tuple[dict[str, str], dict[str, Any]]] = []
+        try:
+            while True:
+                batch = await consumer.fetch(100, timeout=1)
+                for message in batch:
+                    found.append((dict(message.headers or {}), json.loads(message.data)))
+                    await message.ack()
+        except (TimeoutError, nats.errors.TimeoutError):
+            pass  # the stream has no more
+        finally:
+            await client.close()
+        return found
+
+    def messages(self) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        """Every message the stream holds: its headers and its body (the envelope)."""
+        return asyncio.run(self._messages())
+
+
+@pytest.fixture
+def stream() -> Iterator[Stream]:
+    reachable(4222)
+    made = Stream()
+    asyncio.run(made._create())
+    try:
+        yield made
+    finally:
+        asyncio.run(made._delete())
+
+
+def nats_node(folder: Path, stream: Stream) -> Cronwright:
+    secrets = folder / "secrets.env"
+    secrets.write_text(f"EVENTS_URL={NATS}\n", encoding="utf-8")
+    cw = Cronwright(folder, secrets_file=str(secrets))
+    cw.config.write_text(
+        cw.config.read_text(encoding="utf-8")
+        + f"""
+[targets.events]
+kind = "nats"
+broker_secret = "EVENTS_URL"
+
+[targets.events.actions.rollup]
+subject = "{stream.prefix}.rollup"
+stream = "{stream.name}"
+timeout = "10s"
+""",
+        encoding="utf-8",
+    )
+    return cw
+
+
+def test_a_tick_publishes_each_occurrence_once_with_its_msg_id_and_headers(
+    tmp_path: Path, stream: Stream
+) -> None:
+    cw = nats_node(tmp_path, stream)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for n in range(4):
+        cw.json("add", f"rollup-{n}", "--target", "events", "--action", "rollup", "--args",
+                json.dumps({"n": n}), "--at", now)  # fmt: skip
+    assert cw.json("tick")["fired"] == 4
+    held = stream.messages()
+    counted = Counter(headers["Nats-Msg-Id"] for headers, _ in held)
+    assert len(counted) == 4 and set(counted.values()) == {1}
+    runs = cw.json("history", "--limit", "10")["runs"]
+    assert sorted(run["outcome"] for run in runs) == ["ok"] * 4
+    assert all(f"stream {stream.name}" in run["message"] for run in runs)
+    assert {headers["Cronwright-Fire-Id"] for headers, _ in held} == {run["fire_id"] for run in runs}
+    headers, envelope = held[0]
+    assert envelope["cron"]["fire_id"] == headers["Cronwright-Fire-Id"]
+    assert headers["Cronwright-Attempt"] == "1"
+    expires = datetime.fromisoformat(headers["Cronwright-Expires"])
+    due = datetime.fromisoformat(headers["Cronwright-Scheduled-For"])
+    assert expires - due == timedelta(seconds=60)  # misfire_grace
+    assert sorted(envelope["args"]["n"] for _, envelope in held) == [0, 1, 2, 3]
+
+
+def test_a_second_publish_of_one_attempt_is_reported_as_a_duplicate_and_kept_once(stream: Stream) -> None:
+    config = parse(
+        {
+            "targets": {
+                "events": {
+                    "kind": "nats",
+                    "broker_secret": "EVENTS_URL",
+                    "actions": {"rollup": {"subject": f"{stream.prefix}.rollup"}},
+                }
+            }
+        }
+    )
+    runner = TargetRunner(build_registry(config), Secrets(environ={"EVENTS_URL": NATS}))
+    rollup = job("events", "rollup", name="rollup")
+    now = datetime.now(UTC)
+    try:
+        first = runner.run(rollup, Occurrence(7, "7-1", now, 1, now))
+        again = runner.run(rollup, Occurrence(7, "7-1", now, 1, now))
+        retry = runner.run(rollup, Occurrence(7, "7-1", now, 2, now))
+    finally:
+        runner.close()
+    assert (first.outcome.value, again.outcome.value, retry.outcome.value) == ("ok", "ok", "ok")
+    assert "duplicate" not in first.message and "duplicate" in again.message
+    assert "duplicate" not in retry.message  # a new attempt is a new message
+    assert len(stream.messages()) == 2
+
+
+def test_check_names_a_subject_no_stream_takes(tmp_path: Path, stream: Stream) -> None:
+    cw = nats_node(tmp_path, stream)
+    assert cw.run("check").rc == 0
+    cw.config.write_text(cw.config.read_text().replace(f"{stream.prefix}.rollup", "nobody.listens.here"))
+    done = cw.run("check")
+    assert done.rc != 0
+    assert "no JetStream stream takes subject nobody.listens.here" in done.stderr
