@@ -7,6 +7,7 @@ process (celery_tasks.py) consuming a queue of the test's own, recording what it
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 import redis
 
@@ -190,3 +192,53 @@ timeout = "2s"
         encoding="utf-8",
     )
     return cw
+
+
+class Stream:
+    """A JetStream stream of the test's own, on subjects `<prefix>.>`."""
+
+    def __init__(self) -> None:
+        self.name = f"CWTEST_{uuid.uuid4().hex[:10].upper()}"
+        self.prefix = self.name.lower()
+
+    async def _create(self) -> None:
+        client = await nats.connect(NATS)
+        await client.jetstream().add_stream(name=self.name, subjects=[f"{self.prefix}.>"])
+        await client.close()
+
+    async def _delete(self) -> None:
+        client = await nats.connect(NATS)
+        await client.jetstream().delete_stream(self.name)
+        await client.close()
+
+    async def _messages(self) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        client = await nats.connect(NATS)
+        js = client.jetstream()
+        consumer = await js.pull_subscribe(f"{self.prefix}.>", durable=None, stream=self.name)
+        found: list[tuple[dict[str, str], dict[str, Any]]] = []
+        try:
+            while True:
+                batch = await consumer.fetch(100, timeout=1)
+                for message in batch:
+                    found.append((dict(message.headers or {}), json.loads(message.data)))
+                    await message.ack()
+        except (TimeoutError, nats.errors.TimeoutError):
+            pass  # the stream has no more
+        finally:
+            await client.close()
+        return found
+
+    def messages(self) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        """Every message the stream holds: its headers and its body (the envelope)."""
+        return asyncio.run(self._messages())
+
+
+@pytest.fixture
+def stream() -> Iterator[Stream]:
+    reachable(4222)
+    made = Stream()
+    asyncio.run(made._create())
+    try:
+        yield made
+    finally:
+        asyncio.run(made._delete())

@@ -107,6 +107,13 @@ class CeleryBroker:
         return None
 
     def close(self) -> None:
+        # Celery's own close() forgets its pools without closing their connections.
+        closing = [self._app.amqp.producer_pool.force_close_all, self._app.pool.force_close_all]
+        if self._urls[1]:
+            closing.append(lambda: self._app.backend.client.connection_pool.disconnect())
+        for close in closing:
+            with contextlib.suppress(Exception):  # a connection already gone needs no closing
+                close()
         self._app.close()
 
     def _said(self, error: BaseException) -> str:
