@@ -36,9 +36,7 @@ def connections_to(port: int) -> int:
     return count
 
 
-def _fire_ten(
-    targets: dict[str, Any], secrets: dict[str, str], target: str, action: str, port: int
-) -> None:
+def _fire_ten(targets: dict[str, Any], secrets: dict[str, str], target: str, action: str, port: int) -> None:
     runner = TargetRunner(build_registry(parse({"targets": targets})), Secrets(environ=secrets))
     before = connections_to(port)
     try:
