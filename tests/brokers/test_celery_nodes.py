@@ -152,9 +152,10 @@ def test_three_nodes_one_killed_mid_burst_hand_each_occurrence_to_the_worker_at_
             assert node.wait(30) == 0
         runs = store.runs(None, 100_000)
         ok = {run.fire_id for run in runs if run.outcome is Outcome.OK}
+        # Each occurrence the store says went out reaches the worker (a confirmed send may still be queued).
         wait_until(
-            "the worker to drain",
-            lambda: len({r["headers"]["cronwright_fire_id"] for r in worker.ran()}) >= len(ok),
+            "every occurrence sent ok at the worker",
+            lambda: ok <= {r["headers"]["cronwright_fire_id"] for r in worker.ran()},
             60,
         )
         ran = worker.ran()
@@ -162,7 +163,6 @@ def test_three_nodes_one_killed_mid_burst_hand_each_occurrence_to_the_worker_at_
         assert max(ids.values()) == 1, [task for task, seen in ids.items() if seen > 1][:5]
         fire_ids = Counter(record["headers"]["cronwright_fire_id"] for record in ran)
         assert max(fire_ids.values()) == 1  # at most once per occurrence
-        assert ok <= set(fire_ids)  # each one the store says went out, the worker got
         for shot in shots:
             [run] = store.runs(shot.id)  # none lost: one run each, and never run again
             assert run.outcome in (Outcome.OK, Outcome.INTERRUPTED), run
