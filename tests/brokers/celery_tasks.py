@@ -37,7 +37,14 @@ app.conf.update(
 @app.task(bind=True, name="cw.record")
 def record(self: Task, *args: Any, **kwargs: Any) -> str:
     headers = {name: getattr(self.request, name, None) for name in HEADERS}
-    entry = {"id": self.request.id, "args": list(args), "kwargs": kwargs, "headers": headers}
+    # `at`: when the task started on the worker (the bench measures due-to-start lag with it).
+    entry = {
+        "id": self.request.id,
+        "args": list(args),
+        "kwargs": kwargs,
+        "headers": headers,
+        "at": time.time(),
+    }
     store.rpush(RECORD, json.dumps(entry))
     return "recorded"
 
