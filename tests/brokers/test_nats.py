@@ -98,3 +98,29 @@ def test_check_names_a_subject_no_stream_takes(tmp_path: Path, stream: Stream) -
     done = cw.run("check")
     assert done.rc != 0
     assert "no JetStream stream takes subject nobody.listens.here" in done.stderr
+
+
+def test_a_server_that_cannot_be_reached_is_an_error_not_a_timeout() -> None:
+    config = parse(
+        {
+            "targets": {
+                "events": {
+                    "kind": "nats",
+                    "broker_secret": "EVENTS_URL",
+                    "actions": {"rollup": {"subject": "cw.nowhere", "timeout": "2s"}},
+                }
+            }
+        }
+    )
+    secret = "Unre4chable-pw"
+    runner = TargetRunner(
+        build_registry(config), Secrets(environ={"EVENTS_URL": f"nats://cw:{secret}@127.0.0.1:4299"})
+    )
+    now = datetime.now(UTC)
+    try:
+        result = runner.run(job("events", "rollup"), Occurrence(7, "7-1", now, 1, now))
+    finally:
+        runner.close()
+    assert result.outcome.value == "error"
+    assert "could not connect to the NATS server within 2s" in result.message
+    assert secret not in result.message

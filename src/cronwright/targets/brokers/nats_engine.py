@@ -59,6 +59,9 @@ class NatsBroker:
         try:
             ack = self._run(self._publish(route, body, headers_of(message), timeout), timeout)
         except TimeoutError:
+            client = self._client
+            if client is None or not client.is_connected:  # nats-py retries a refused connect until cut off
+                return Finished("error", f"could not connect to the NATS server within {timeout:g}s")
             said = f"no acknowledgement from a stream for {route.subject} within {timeout:g}s"
             return Finished("timeout", said)
         except Exception as error:
