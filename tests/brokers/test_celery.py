@@ -170,6 +170,7 @@ def test_targets_shows_where_a_celery_action_sends(tmp_path: Path, rabbit_worker
     assert record["secrets"] == ["FLEET_BROKER", "FLEET_BACKEND"]  # their names; never their values
     shown = cw.ok("targets").stdout
     assert f"sends: result wait, task cw.fail, queue {rabbit_worker.queue}" in shown
+    assert f'sends: result sent, task cw.record, queue {rabbit_worker.queue}, positional ["account"]' in shown
 
 
 def test_the_broker_password_never_reaches_logs_replies_or_history(
@@ -195,3 +196,19 @@ def test_the_broker_password_never_reaches_logs_replies_or_history(
         cw.run("check").stderr,
     ]
     assert [text for text in said if secret in text or "guest:" in text] == []
+
+
+def test_a_waited_task_keeps_its_occurrence_in_flight_so_overlap_skips_the_next(
+    tmp_path: Path, rabbit_worker: Worker
+) -> None:
+    worker = rabbit_worker.start(tmp_path)
+    cw = celery_node(tmp_path, worker, min_period="1s")
+    with serving(cw):
+        _add(cw, "slow-every-second", "hang", "--every", "1s")  # each task sleeps 30 s; its wait, 2 s
+        wait_until(
+            "an occurrence skipped while the task ran",
+            lambda: cw.json("show", "slow-every-second")["job"]["skipped"]["overlap"] >= 1,
+        )
+    runs = _runs(cw, "slow-every-second")
+    # Each waited 2 s for a task that sleeps 30: a timeout (or interrupted, if serve stopped during one).
+    assert runs and {run["outcome"] for run in runs} <= {"timeout", "interrupted"}
