@@ -32,6 +32,15 @@ NOT_FOR_TICK = (
     "referencing",
     "cronwright.protocol",
     "cronwright.declare",
+    # Broker targets' libraries, and the engines over them: none is configured (semantic 43).
+    "celery",
+    "kombu",
+    "amqp",
+    "billiard",
+    "redis",
+    "nats",
+    "cronwright.targets.brokers.celery_engine",
+    "cronwright.targets.brokers.nats_engine",
 )
 ACTIONS = """
 import cronwright

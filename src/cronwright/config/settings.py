@@ -114,6 +114,15 @@ class ActionConfig(_Strict):
     args_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     timeout: Duration = timedelta(minutes=5)
     secrets: list[str] = Field(default_factory=list)
+    # broker targets (docs/celery.md): celery's task and routing, nats' subject and stream
+    task: str | None = None
+    queue: str | None = None
+    routing_key: str | None = None
+    priority: int | None = Field(default=None, ge=0, le=255)
+    positional: list[str] = Field(default_factory=list)
+    result: Literal["sent", "wait"] = "sent"
+    subject: str | None = None
+    stream: str | None = None
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -137,7 +146,7 @@ def _toml_list(line: str) -> str:
 
 
 class TargetConfig(_Strict):
-    kind: Literal["python", "command", "http"]
+    kind: Literal["python", "command", "http", "celery", "nats"]
     # python
     module: str | None = None
     path: list[str] = Field(default_factory=list)
@@ -147,6 +156,10 @@ class TargetConfig(_Strict):
     # http
     url: str | None = None
     signing_secret: str | None = None
+    # broker targets: the names of the secrets holding the broker's URL and (celery, result = "wait") the
+    # result backend's, never the URLs themselves (semantic 23)
+    broker_secret: str | None = None
+    backend_secret: str | None = None
     timeout: Duration = timedelta(minutes=5)
     secrets: list[str] = Field(default_factory=list)
     actions: dict[str, ActionConfig] = Field(default_factory=dict)

@@ -83,6 +83,9 @@ class Call:
     deadline: datetime
     # Requested when overlap replace cancels the attempt; the executor then stops what it runs.
     stop: Stop = field(default_factory=Stop)
+    # The job's creation instant (UTC, ISO, to the second): with its id and name, what tells it from a job
+    # of another store (a fresh one reuses ids). Broker message ids derive from it (brokers/message.py).
+    created: str = ""
 
 
 @dataclass(frozen=True, slots=True)

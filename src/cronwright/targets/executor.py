@@ -24,12 +24,13 @@ from zoneinfo import ZoneInfo
 from cronwright.core.model import Job, Occurrence, Outcome, Result
 from cronwright.errors import Refusal
 from cronwright.targets.attempt import MESSAGE_LIMIT, Call, Finished, Stop, render_output
+from cronwright.targets.brokers.sending import BrokerExecutor
 from cronwright.targets.command import CommandExecutor
 from cronwright.targets.http import HttpExecutor
 from cronwright.targets.pool import Pool
 from cronwright.targets.registry import Registry
 from cronwright.targets.secrets import Masker, SecretMissing, Secrets
-from cronwright.targets.specs import ActionSpec, TargetSpec
+from cronwright.targets.specs import BROKER_KINDS, ActionSpec, TargetSpec
 from cronwright.targets.worker_replies import Pump
 from cronwright.timing.iso import render, render_exact
 
@@ -37,7 +38,7 @@ log = logging.getLogger("cronwright.runner")
 
 
 class TargetRunner:
-    """Implements `cronwright.runner.Runner` over the registry's python, command and http targets.
+    """Implements `cronwright.runner.Runner` over the registry's python, command, http and broker targets.
 
     Thread-safe: the node calls `run` from many threads at once. `run` never raises.
     """
@@ -51,6 +52,7 @@ class TargetRunner:
         pool: Pool | None = None,
         commands: CommandExecutor | None = None,
         http: HttpExecutor | None = None,
+        brokers: BrokerExecutor | None = None,
     ) -> None:
         """`zone` is the node zone, in which the envelope's instants are written (default UTC)."""
         self.registry = registry
@@ -59,6 +61,7 @@ class TargetRunner:
         self.pool = pool or Pool()
         self.commands = commands or CommandExecutor()
         self.http = http or HttpExecutor()
+        self.brokers = brokers or BrokerExecutor()
         self._closed = threading.Event()
         # The stop of each attempt that runs now, by (fire_id, attempt), for `cancel`.
         self._stops: dict[tuple[str, int], Stop] = {}
@@ -169,6 +172,7 @@ class TargetRunner:
         self.pool.close()
         self.commands.close()
         self.http.close()
+        self.brokers.close()
 
     def _attempt(
         self, job: Job, occurrence: Occurrence, known: list[str], stop: Stop
@@ -187,9 +191,9 @@ class TargetRunner:
         except SecretMissing as missing:
             return Finished("error", str(missing)), masker
         masker = Masker([*values.values(), *known])
-        call = Call(
-            self.envelope(job, occurrence), values, action.timeout.total_seconds(), _deadline(action), stop
-        )
+        envelope = self.envelope(job, occurrence)
+        timeout = action.timeout.total_seconds()
+        call = Call(envelope, values, timeout, _deadline(action), stop, _created(job))
         return self._dispatch(target, action, call), masker
 
     def envelope(self, job: Job, occurrence: Occurrence) -> dict[str, Any]:
@@ -216,6 +220,8 @@ class TargetRunner:
             return self.pool.run(target.worker, action.name, call)
         if target.kind == "command":
             return self.commands.run(target, action, call)
+        if target.kind in BROKER_KINDS:
+            return self.brokers.run(target, action, call)
         return self.http.run(target, action, call)
 
 
@@ -224,6 +230,7 @@ _CANCELLED = {
     "python": "a newer occurrence replaced it (overlap replace): its worker was stopped",
     "command": "a newer occurrence replaced it (overlap replace): its process group was killed",
     "http": "a newer occurrence replaced it (overlap replace): the request was abandoned",
+    "celery": "a newer occurrence replaced it (overlap replace): its task was revoked",
 }
 
 
@@ -242,6 +249,10 @@ def _exact(instant: datetime, zone: ZoneInfo) -> str:
 
 def _to_the_second(instant: datetime, zone: ZoneInfo) -> str:
     return _render(instant if instant.tzinfo is UTC else instant.astimezone(UTC), zone)
+
+
+def _created(job: Job) -> str:
+    return job.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _deadline(action: ActionSpec) -> datetime:

@@ -35,7 +35,15 @@ from cronwright.targets.cache import cache_dir as default_cache_dir
 from cronwright.targets.command import placeholders
 from cronwright.targets.plainschema import is_plain_schema
 from cronwright.targets.pool import DescribeFailed, describe
-from cronwright.targets.specs import ActionSpec, Fingerprint, TargetSpec, WorkerSpec, fingerprint
+from cronwright.targets.specs import (
+    BROKER_KINDS,
+    ActionSpec,
+    Fingerprint,
+    Route,
+    TargetSpec,
+    WorkerSpec,
+    fingerprint,
+)
 from cronwright.timing.durations import parse_duration
 
 log = logging.getLogger("cronwright.targets")
@@ -197,6 +205,8 @@ def build_registry(config: Config, cache_dir: Path | None = None, base_dir: Path
             python[name] = (target, _worker_spec(where, target, base))
         elif target.kind == "command":
             targets[name] = _command_target(name, where, target, base)
+        elif target.kind in BROKER_KINDS:
+            targets[name] = _broker_target(name, where, target, config.node.misfire_grace)
         else:
             targets[name] = _http_target(name, where, target)
     registry = Registry(targets, cache)
@@ -235,10 +245,13 @@ def _check_common(where: str, target: TargetConfig, base: Path) -> None:
         bad = [n for n in names if not ENV_NAME.fullmatch(n)]
         if bad:
             raise ConfigError(f"{where}: {label} {bad[0]!r} is not a variable name (letters, digits and '_')")
+    broker = ("module", "cwd", "url", "signing_secret")
     misplaced = {
-        "python": ("url", "signing_secret"),
-        "command": ("module", "url", "signing_secret"),
-        "http": ("module", "cwd"),
+        "python": ("url", "signing_secret", "broker_secret", "backend_secret"),
+        "command": ("module", "url", "signing_secret", "broker_secret", "backend_secret"),
+        "http": ("module", "cwd", "broker_secret", "backend_secret"),
+        "celery": broker,
+        "nats": (*broker, "backend_secret"),
     }[target.kind]
     for key in misplaced:
         if getattr(target, key):
@@ -344,6 +357,78 @@ def _http_target(name: str, where: str, target: TargetConfig) -> TargetSpec:
             (target.signing_secret,),
         )
     return TargetSpec(name, "http", actions, url=target.url, signing_secret=target.signing_secret)
+
+
+# The action keys of each kind of broker target; every other action key is refused on it.
+_ROUTE_KEYS = {
+    "celery": {"task", "queue", "routing_key", "priority", "positional", "result", "args_schema", "timeout"},
+    "nats": {"subject", "stream", "args_schema", "timeout"},
+}
+
+
+def _broker_target(name: str, where: str, target: TargetConfig, grace: timedelta) -> TargetSpec:
+    """A celery or nats target (docs/celery.md). Its secrets are the broker's (and the result backend's)."""
+    kind = target.kind
+    for key in ("broker_secret", "backend_secret"):
+        value = getattr(target, key)
+        if value is not None and not ENV_NAME.fullmatch(value):
+            raise ConfigError(f'{where}: {key} names a secret (letters, digits and "_"), not a URL: "NAME"')
+    if not target.broker_secret:
+        raise ConfigError(f'{where}: a {kind} target needs broker_secret = "NAME", the secret with its URL')
+    if target.env or target.secrets:
+        raise ConfigError(f"{where}: a {kind} target sends only its message; remove env and secrets")
+    if not target.actions:
+        raise ConfigError(f"{where}: a {kind} target needs at least one [targets.{name}.actions.NAME]")
+    actions = {}
+    for action_name, action in target.actions.items():
+        label = f"[targets.{name}.actions.{action_name}]"
+        _check_action_name(label, action_name)
+        wrong = sorted(action.model_fields_set - _ROUTE_KEYS[kind])
+        if wrong:
+            raise ConfigError(f"{label}: {', '.join(wrong)} does not apply to a {kind} action; remove it")
+        schema = _schema(label, action.args_schema)
+        route = _route(label, kind, action, schema)
+        if route.wait and not target.backend_secret:
+            raise ConfigError(
+                f'{label}: result = "wait" reads the task\'s outcome from the result backend: set'
+                f' backend_secret = "NAME" on [targets.{name}], the secret holding its URL'
+            )
+        secrets = tuple(s for s in (target.broker_secret, target.backend_secret) if s)
+        actions[action_name] = ActionSpec(
+            name, action_name, kind, schema, _action_timeout(action, target), secrets, route=route
+        )
+    return TargetSpec(
+        name,
+        kind,
+        actions,
+        broker_secret=target.broker_secret,
+        backend_secret=target.backend_secret,
+        grace=grace,
+    )
+
+
+def _route(label: str, kind: str, action: ActionConfig, schema: Mapping[str, Any]) -> Route:
+    if kind == "nats":
+        if not action.subject or not re.fullmatch(r"[^\s*>]+", action.subject):
+            raise ConfigError(f'{label}: a nats action needs subject = "a.subject" (no spaces, no wildcards)')
+        return Route(subject=action.subject, stream=action.stream)
+    if not action.task:
+        raise ConfigError(f'{label}: a celery action needs task = "app.tasks.name", the registered task name')
+    required = set(schema.get("required", []))
+    for arg in action.positional:
+        if arg not in required:
+            raise ConfigError(
+                f"{label}: positional arg {arg!r} must be a required property of args_schema, so that every"
+                f' run has a value for it: add it to "required"'
+            )
+    return Route(
+        task=action.task,
+        queue=action.queue,
+        routing_key=action.routing_key,
+        priority=action.priority,
+        positional=tuple(action.positional),
+        wait=action.result == "wait",
+    )
 
 
 def _check_action_name(label: str, name: str) -> None:

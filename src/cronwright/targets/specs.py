@@ -20,7 +20,34 @@ from typing import Any, Literal
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV")
 
 
-Kind = Literal["python", "command", "http"]
+Kind = Literal["python", "command", "http", "celery", "nats"]
+# The kinds that hand an occurrence to a broker (targets/brokers/): each names its engine module there.
+BROKER_KINDS = ("celery", "nats")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a broker action's message goes (docs/celery.md): a celery task, or a nats subject."""
+
+    task: str = ""  # celery
+    queue: str | None = None
+    routing_key: str | None = None
+    priority: int | None = None
+    positional: tuple[str, ...] = ()
+    wait: bool = False  # result = "wait": the task's own outcome, from the result backend
+    subject: str = ""  # nats
+    stream: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """What `targets` shows of it: the keys that were given."""
+        shown: dict[str, Any] = {"result": "wait" if self.wait else "sent"}
+        for key in ("task", "queue", "routing_key", "priority", "subject", "stream"):
+            value = getattr(self, key)
+            if value not in (None, ""):
+                shown[key] = value
+        if self.positional:
+            shown["positional"] = list(self.positional)
+        return shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +63,19 @@ class ActionSpec:
     argv: tuple[str, ...] = ()
     placeholders: tuple[tuple[int, str], ...] = ()  # command: (argv index, arg name)
     description: str = ""
+    route: Route | None = None  # a broker action's
 
     def row(self) -> dict[str, Any]:
         from cronwright.timing.durations import format_duration  # here: workers never call it
 
-        return {
+        row = {
             "action": self.name,
             "args_schema": dict(self.args_schema),
             "timeout": format_duration(self.timeout),
             "secrets": list(self.secrets),
             "description": self.description,
         }
+        return row if self.route is None else {**row, "route": self.route.row()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +90,10 @@ class TargetSpec:
     env: tuple[str, ...] = ()  # command: the node's variables that pass through
     url: str | None = None  # http
     signing_secret: str | None = None  # http
+    broker_secret: str | None = None  # celery, nats: the secret holding the broker's URL
+    backend_secret: str | None = None  # celery: the result backend's, for result = "wait"
+    # celery, nats: how long after its due instant a message may still be run (node.misfire_grace)
+    grace: timedelta = timedelta(seconds=60)
 
     def row(self) -> dict[str, Any]:
         actions = [self.actions[name].row() for name in sorted(self.actions)]

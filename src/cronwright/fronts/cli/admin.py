@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from cronwright.config.settings import Config
     from cronwright.store.memory import MemoryStore
     from cronwright.targets.registry import Registry
+    from cronwright.targets.secrets import Secrets
+
+# Seconds `check` waits for each broker target to answer.
+BROKER_PROBE_TIMEOUT = 5.0
 
 
 @cli.command()
@@ -119,7 +123,11 @@ def check(runtime: Runtime) -> None:
     ]
     named = {secret for channel in config.notify.values() for secret in channel_secrets(channel)}
     resolvable = set(Secrets.from_config(config).known(named))
-    problems = [*config_problems(config, actions, resolvable), *_program_problems(registry)]
+    problems = [
+        *config_problems(config, actions, resolvable),
+        *_program_problems(registry),
+        *_broker_problems(registry, Secrets.from_config(config)),
+    ]
     if problems:
         for problem in problems[:-1]:
             click.echo(f"cronwright: error: {problem}", err=True)
@@ -172,6 +180,29 @@ def _program_problems(registry: Registry) -> list[str]:
                 problem = program_problem(target, action)
                 if problem is not None:
                     found.append(problem)
+    return found
+
+
+def _broker_problems(registry: Registry, secrets: Secrets) -> list[str]:
+    """Each broker target that cannot be reached, or whose secret is unset: found by connecting to it,
+    sending nothing. Its libraries are imported only when the config has such a target."""
+    from cronwright.targets.secrets import SecretMissing
+    from cronwright.targets.specs import BROKER_KINDS
+
+    found = []
+    for row in registry.describe():
+        target = registry.target(row["target"])
+        if target.kind not in BROKER_KINDS:
+            continue
+        from cronwright.targets.brokers.sending import probe
+
+        names = [name for name in (target.broker_secret, target.backend_secret) if name]
+        try:
+            values = secrets.resolve(names)
+        except SecretMissing as missing:
+            found.append(f"target {target.name}: {missing}")
+            continue
+        found += [f"target {problem}" for problem in probe(target, values, BROKER_PROBE_TIMEOUT)]
     return found
 
 

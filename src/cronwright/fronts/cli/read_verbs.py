@@ -249,6 +249,12 @@ def targets(runtime: Runtime, as_json: bool) -> None:
                 click.echo(
                     f"  {target['target']}.{action['action']}  args: {json.dumps(action['args_schema'])}"
                 )
+                if action.get("route"):  # a broker action: where its messages go
+                    route = ", ".join(
+                        f"{key} {value if isinstance(value, str | int) else json.dumps(value)}"
+                        for key, value in action["route"].items()
+                    )
+                    click.echo(f"    sends: {route}")
 
     finish(runtime.call("targets"), as_json, human)
 
