@@ -131,11 +131,23 @@ def _exec(service: dict[str, list[str]], notes: list[str]) -> tuple[tuple[str, .
     dollar = any("$" in word for words in commands for word in words)
     if len(commands) == 1 and not ignore[0] and not dollar:
         return with_environment(tuple(commands[0]), variables), False
-    parts = [shlex.join(words) + (" || true" if skip else "") for words, skip in zip(commands, ignore, strict=True)]
+    parts = [
+        " ".join(_quote(word) for word in words) + (" || true" if skip else "")
+        for words, skip in zip(commands, ignore, strict=True)
+    ]
     if dollar:
         notes.append("$VARIABLES in ExecStart= are expanded by sh here, not by systemd")
     notes.append("several ExecStart= lines (or '-') run in turn through sh -c, stopping at a failure")
     return with_environment(("/bin/sh", "-c", " && ".join(parts)), variables), True
+
+
+def _quote(word: str) -> str:
+    """A word for sh: quoted whole, in double quotes where it holds a variable, so sh expands it (as one
+    word, as systemd does `${NAME}`) and nothing else in it."""
+    if "$" not in word:
+        return shlex.quote(word)
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    return f'"{escaped}"'
 
 
 def _to_cron(expression: str) -> tuple[str, str | None] | str:
