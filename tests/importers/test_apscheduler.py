@@ -120,4 +120,7 @@ def test_a_pickle_that_names_anything_else_is_refused_unloaded() -> None:
     rows = [("evil", pickle.dumps({"func": "x:y", "trigger": Path("/etc")})), ("junk", b"not a pickle")]
     batch = apscheduler_jobs.read(rows, "t")
     assert [entry.status for entry in batch.entries] == [Status.REFUSED, Status.REFUSED]
-    assert "pathlib" in batch.entries[0].reason and "is not an APScheduler trigger class" in batch.entries[0].reason
+    assert (
+        "pathlib" in batch.entries[0].reason
+        and "is not an APScheduler trigger class" in batch.entries[0].reason
+    )

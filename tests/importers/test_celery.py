@@ -49,5 +49,7 @@ def test_a_beat_schedule_maps_crontabs_and_periods_and_refuses_solar() -> None:
     assert refused(batch) == {
         "proj.celery:app poll": "every 30s is below the 60s floor of `every` (node min_period)",
         "proj.celery:app sunrise": "solar (sunrise or sunset at a place) has no cron or period form",
-        "proj.celery:app odd": "both day_of_month and day_of_week: Celery requires both, cron fires on either",
+        "proj.celery:app odd": (
+            "both day_of_month and day_of_week: Celery requires both, cron fires on either"
+        ),
     }

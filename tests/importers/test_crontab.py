@@ -70,14 +70,17 @@ def test_a_user_crontab_maps_settings_macros_stdin_and_refuses_what_cron_cannot_
     mail = lines["user.crontab:10"]
     assert mail.shell and "standard input" in mail.notes[-1]
     script = batch.targets["crontab-user-crontab"]["actions"][seed_of(mail)["action"]]["argv"][-1]
-    assert script == "printf '%s' 'Hello,\nthe day starts.\n' | { mail -s \"Good morning\" me@example.invalid\n}"
+    assert (
+        script == "printf '%s' 'Hello,\nthe day starts.\n' | { mail -s \"Good morning\" me@example.invalid\n}"
+    )
     assert script.startswith("printf")
     # `\%` is a plain percent sign, which leaves this line plain: an argv.
     percent = batch.targets["crontab-user-crontab"]["actions"][seed_of(lines["user.crontab:11"])["action"]]
     assert percent["argv"][-3:] == ["echo", "100%", "done"] and not lines["user.crontab:11"].shell
     # SHELL=/bin/bash runs the shell lines below it.
     assert batch.targets["crontab-user-crontab"]["actions"][seed_of(mail)["action"]]["argv"][-3:-1] == [
-        "/bin/bash", "-c"
+        "/bin/bash",
+        "-c",
     ]
     assert refused(batch) == {
         "user.crontab:7": "@reboot runs at the cron daemon's start, which no schedule can say; start it "

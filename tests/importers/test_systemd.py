@@ -13,7 +13,9 @@ SERVICE = "[Service]\nType=oneshot\nExecStart=/usr/local/bin/backup --dest /srv/
 
 
 def timer(*lines: str) -> str:
-    return "[Unit]\nDescription=test\n\n[Timer]\n" + "\n".join(lines) + "\n\n[Install]\nWantedBy=timers.target\n"
+    return (
+        "[Unit]\nDescription=test\n\n[Timer]\n" + "\n".join(lines) + "\n\n[Install]\nWantedBy=timers.target\n"
+    )
 
 
 def test_a_persistent_randomized_timer_with_two_calendars_and_a_zone() -> None:
@@ -36,7 +38,11 @@ def test_a_persistent_randomized_timer_with_two_calendars_and_a_zone() -> None:
         "schedule": {"cron": ["30 2 * * 1-5", "0 10 * * 6"], "tz": "Europe/Berlin", "jitter": "15m"},
         "misfire": "coalesce",
     }  # fmt: skip
-    assert batch.targets["systemd"]["actions"]["backup"]["argv"] == ["/usr/local/bin/backup", "--dest", "/srv/backup"]
+    assert batch.targets["systemd"]["actions"]["backup"]["argv"] == [
+        "/usr/local/bin/backup",
+        "--dest",
+        "/srv/backup",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +65,10 @@ def test_calendars_cron_can_say_are_mapped(calendar: str, cron: str) -> None:
 @pytest.mark.parametrize(
     ("lines", "reason"),
     [
-        (["OnBootSec=15min", "OnUnitActiveSec=1w"], "OnBootSec, OnUnitActiveSec: a monotonic timer counts from"),
+        (
+            ["OnBootSec=15min", "OnUnitActiveSec=1w"],
+            "OnBootSec, OnUnitActiveSec: a monotonic timer counts from",
+        ),
         (["OnCalendar=2027-*-* 03:00"], "OnCalendar=2027-*-* 03:00: it names years, which cron cannot"),
         (["OnCalendar=*:*:30"], "OnCalendar=*:*:30: it fires at seconds other than :00"),
         (["OnCalendar=Fri *-*-13 12:00"], "OnCalendar=Fri *-*-13 12:00: it needs both its weekday and"),
@@ -80,7 +89,9 @@ def test_what_cron_cannot_say_is_refused_with_the_reason(lines: list[str], reaso
 def test_a_missing_service_and_a_privileged_exec_are_refused() -> None:
     missing = systemd.read(timer("OnCalendar=daily"), "t.timer", None, "t.service")
     assert missing.entries[0].reason == "its service t.service was not found beside the timer"
-    plus = systemd.read(timer("OnCalendar=daily"), "t.timer", "[Service]\nExecStart=+/bin/true\n", "t.service")
+    plus = systemd.read(
+        timer("OnCalendar=daily"), "t.timer", "[Service]\nExecStart=+/bin/true\n", "t.service"
+    )
     assert "prefix '+'" in plus.entries[0].reason
 
 

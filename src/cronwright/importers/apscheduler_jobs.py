@@ -5,13 +5,16 @@ the user's code (restricted_pickle.py).
 | --- | --- |
 | `func` "module:name" | a python target of that module, action `name` (it must be `@cronwright.action`) |
 | `kwargs` | `args`; positional `args` are refused (a python action takes its args by name) |
-| `cron` trigger and its `timezone` | `schedule.cron` and `tz`: day_of_week counts from Monday, so it is renumbered; a day AND a weekday (APScheduler requires both) is refused, except `1st mon`/`last fri` forms (`MON#1`, `5L`) |
+| `cron` trigger and its `timezone` | `schedule.cron` and `tz` (day_of_week renumbered: 0 is Monday there) |
 | `interval` trigger | `schedule.every` (its phase starts at the create) |
 | `date` trigger | `run_at` |
 | `coalesce` | `misfire` coalesce, else skip (cronwright never runs every missed one) |
 | `max_instances` 1 / more | `overlap` skip / allow |
 | `jitter`, `end_date` | `schedule.jitter`, `lifetime` (an end instant) |
 | `next_run_time` null (a paused job) | paused after its create (`--apply`) |
+
+A cron trigger with both a day and a weekday is refused (APScheduler requires both, cron fires on either),
+except the `1st mon` and `last fri` day forms, which cron says as `1#1` and `5L`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ one place that writes it.
 
 | beat entry | cronwright |
 | --- | --- |
-| `crontab(...)` in the app's `timezone` | `schedule.cron` and `tz`; a day of the month AND a weekday (Celery requires both) is refused |
+| `crontab(...)` in the app's `timezone` | `schedule.cron` and `tz` (a day AND a weekday: refused) |
 | a number of seconds, a `timedelta`, `schedule(run_every=...)` | `schedule.every` |
 | `solar(...)` | refused |
 | `args`, `kwargs` | `positional = ["arg0", ...]` and the seed's `args` |

@@ -33,7 +33,9 @@ def compare(entry: Entry, after: datetime, node_zone: ZoneInfo) -> dict[str, Any
     assert entry.seed is not None and entry.reading is not None
     seed, reading = entry.seed, entry.reading
     schedule = seed.get("schedule") or {}
-    zone = named_zone(schedule.get("tz") or reading.zone) if (schedule.get("tz") or reading.zone) else node_zone
+    zone = (
+        named_zone(schedule.get("tz") or reading.zone) if (schedule.get("tz") or reading.zone) else node_zone
+    )
     head = {"where": entry.where, "name": seed["name"]}
     if reading.kind == "none":
         return {**head, "reading": "none", "why": reading.why}

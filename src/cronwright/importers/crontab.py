@@ -33,7 +33,7 @@ GENERAL = (
     "cron ran each command through $SHELL with HOME, LOGNAME, SHELL and PATH=/usr/bin:/bin set; a command "
     "target runs an argv with only cronwright's variables, and the table's own variable lines, set through "
     "env(1). Plain commands run without a shell; the others are marked shell.",
-    "cron sets no time limit; each action here has timeout = \"1d\", and overlap = \"allow\" keeps cron's "
+    'cron sets no time limit; each action here has timeout = "1d", and overlap = "allow" keeps cron\'s '
     "rule that a slow run never holds back the next.",
 )
 
@@ -118,7 +118,9 @@ def _split(line: str, system: bool) -> tuple[str, str | None, str] | str:
 
 def _percent(rest: str) -> tuple[str, str | None]:
     """The command and its standard input: crontab(5)'s `%`, with `\\%` a literal `%`."""
-    out, stdin, i = [], None, 0
+    out: list[str] = []
+    stdin: list[str] | None = None
+    i = 0
     while i < len(rest):
         char = rest[i]
         if char == "\\" and i + 1 < len(rest) and rest[i + 1] == "%":
@@ -144,8 +146,10 @@ def _entry(batch: Batch, target: str, where: str, line: str, state: dict[str, An
     when, user, rest = split
     if when == "@reboot":
         batch.refuse(
-            where, line, "@reboot runs at the cron daemon's start, which no schedule can say; start it "
-            "from the system's boot (a systemd unit) instead"
+            where,
+            line,
+            "@reboot runs at the cron daemon's start, which no schedule can say; start it "
+            "from the system's boot (a systemd unit) instead",
         )
         return
     if when.startswith("@") and when not in _MACROS:

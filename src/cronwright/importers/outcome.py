@@ -131,7 +131,9 @@ class Batch:
     def used_targets(self) -> dict[str, dict[str, Any]]:
         """The targets at least one mapped entry runs (a file of refusals needs none)."""
         return {
-            name: {key: value for key, value in table.items() if key != "used" and (key != "actions" or value)}
+            name: {
+                key: value for key, value in table.items() if key != "used" and (key != "actions" or value)
+            }
             for name, table in self.targets.items()
             if table["used"]
         }

@@ -58,7 +58,9 @@ class _Unpickler(pickle.Unpickler):
             try:
                 found = getattr(importlib.import_module(module), name)
             except (ImportError, AttributeError) as error:
-                raise Refused(f"{module}.{name} cannot be loaded ({error}): is apscheduler 3 installed?")
+                raise Refused(
+                    f"{module}.{name} cannot be loaded ({error}): is apscheduler 3 installed?"
+                ) from None
             if isinstance(found, type) and found.__module__ == module:
                 return found
         raise Refused(f"{module}.{name} is not an APScheduler trigger class; loading it would import it")

@@ -34,7 +34,8 @@ TARGET = "systemd"
 MONOTONIC = ("OnBootSec", "OnStartupSec", "OnActiveSec", "OnUnitActiveSec", "OnUnitInactiveSec")
 GENERAL = (
     "on a DST night systemd skips a wall time the clocks jump over and runs one they repeat twice; "
-    "cronwright (cronie's rule) runs a fixed time just after the jump, and once: --compare shows each such night.",
+    "cronwright (cronie's rule) runs a fixed time just after the jump, and once: --compare shows each "
+    "such night.",
     "systemd may start a timer up to AccuracySec= (1min by default) late; cronwright starts it on time.",
 )
 
@@ -181,7 +182,13 @@ def _to_cron(expression: str) -> tuple[str, str | None] | str:
             dom, dow = "*", f"{weekdays.pop()}#{(week[0] + 6) // 7}"
         else:
             return "it needs both its weekday and its day of the month, and cron fires on either"
-    fields = [_field(parsed.minutes, 0, 59), _field(parsed.hours, 0, 23), dom, _field(parsed.months, 1, 12), dow]
+    fields = [
+        _field(parsed.minutes, 0, 59),
+        _field(parsed.hours, 0, 23),
+        dom,
+        _field(parsed.months, 1, 12),
+        dow,
+    ]
     try:
         return str(CronExpression.parse(" ".join(fields))), zone_name
     except Invalid as error:

@@ -40,7 +40,8 @@ def render(batch: Batch) -> str:
     report = batch.report()
     counts = report["counts"]
     lines = [
-        f"# cronwright import {batch.format}: {counts['mapped']} mapped, {counts['noted']} mapped with a note, "
+        f"# cronwright import {batch.format}: {counts['mapped']} mapped, "
+        f"{counts['noted']} mapped with a note, "
         f"{counts['refused']} refused",
     ]
     for note in batch.general:

@@ -65,7 +65,9 @@ def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
     try:
         import sqlalchemy
     except ImportError as error:
-        raise ConfigError("reading an APScheduler job store needs SQLAlchemy: pip install sqlalchemy") from error
+        raise ConfigError(
+            "reading an APScheduler job store needs SQLAlchemy: pip install sqlalchemy"
+        ) from error
     try:
         engine = sqlalchemy.create_engine(url)
         jobs = sqlalchemy.table(table, sqlalchemy.column("id"), sqlalchemy.column("job_state"))
@@ -74,7 +76,9 @@ def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
             found = [(str(job_id), bytes(state)) for job_id, state in rows]
         engine.dispose()
     except sqlalchemy.exc.SQLAlchemyError as error:
-        raise ConfigError(f"cannot read the job table {table!r}: {error.__class__.__name__}: {error}") from error
+        raise ConfigError(
+            f"cannot read the job table {table!r}: {error.__class__.__name__}: {error}"
+        ) from error
     return found
 
 

@@ -153,9 +153,12 @@ def _core(target: Any) -> tuple[object, ...]:
     return target.kind, target.module, actions
 
 
+def say(text: str) -> None:
+    click.echo(text, err=True)
+
+
 def _say(reply: dict[str, Any]) -> None:
     counts = reply["counts"]
-    say = lambda text: click.echo(text, err=True)  # noqa: E731
     say(f"{reply['format']}: {counts['mapped']} mapped, {counts['noted']} mapped with a note, "
         f"{counts['refused']} refused")  # fmt: skip
     for entry in reply["entries"]:
