@@ -1,0 +1,133 @@
+"""A Celery beat schedule (`app.conf.beat_schedule`, already loaded by the caller) as `celery` target
+actions: each entry's task is sent by name to the user's workers, as beat sent it.
+
+The target's shape is the one docs/celery.md fixes (`kind = "celery"`, `broker_secret`, actions with `task`,
+`queue`, `routing_key`, `priority`, `positional`, `args_schema`); `celery_target` and `celery_action` are the
+one place that writes it.
+
+| beat entry | cronwright |
+| --- | --- |
+| `crontab(...)` in the app's `timezone` | `schedule.cron` and `tz` (a day AND a weekday: refused) |
+| a number of seconds, a `timedelta`, `schedule(run_every=...)` | `schedule.every` |
+| `solar(...)` | refused |
+| `args`, `kwargs` | `positional = ["arg0", ...]` and the seed's `args` |
+| `options.queue`, `routing_key`, `priority` | the action's own keys |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from cronwright.errors import Invalid
+from cronwright.importers.outcome import Batch, Reading, slug
+from cronwright.timing.cron import CronExpression
+from cronwright.timing.durations import format_duration
+
+FORMAT = "celery"
+TARGET = "celery"
+GENERAL = (
+    "each entry's task is sent by name to your Celery workers through the `celery` target; set the "
+    "secret CELERY_BROKER_URL to the broker's URL. cronwright sends each occurrence once (no beat needed).",
+)
+
+
+def celery_target() -> dict[str, Any]:
+    return {"kind": "celery", "broker_secret": "CELERY_BROKER_URL"}
+
+
+def celery_action(task: str, options: Mapping[str, Any], positional: list[str]) -> dict[str, Any]:
+    action: dict[str, Any] = {"task": task}
+    for key in ("queue", "routing_key", "priority"):
+        if options.get(key) is not None:
+            action[key] = options[key]
+    if positional:
+        action["positional"] = positional
+    action["args_schema"] = {"type": "object"}
+    return action
+
+
+def read(schedule: Mapping[str, Any], zone_name: str, label: str) -> Batch:
+    """The mapping of a beat_schedule read in `zone_name` (the app's timezone; UTC when enable_utc)."""
+    batch = Batch(FORMAT, GENERAL)
+    batch.target(TARGET, celery_target())
+    for name, entry in schedule.items():
+        where = f"{label} {name}"
+        problem = _one(batch, where, str(name), entry, zone_name)
+        if problem:
+            batch.refuse(where, str(name), problem)
+    return batch
+
+
+def _one(batch: Batch, where: str, name: str, entry: Any, zone_name: str) -> str | None:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("task"), str):
+        return "an entry needs a task name (entry['task'])"
+    timing = _timing(entry.get("schedule"), zone_name)
+    if isinstance(timing, str):
+        return timing
+    schedule, reading = timing
+    notes: list[str] = []
+    options = dict(entry.get("options") or {})
+    for key in sorted(set(options) - {"queue", "routing_key", "priority"}):
+        notes.append(f"option {key}={options[key]!r} is not carried (the message expires at due + grace)")
+    if entry.get("relative"):
+        notes.append("relative=True: the period is not rounded to the clock here")
+    args = list(entry.get("args") or ())
+    kwargs = dict(entry.get("kwargs") or {})
+    positional = [f"arg{index}" for index in range(len(args))]
+    clash = set(positional) & set(kwargs)
+    if clash:
+        return f"kwargs {sorted(clash)} clash with the names given to positional args"
+    seed: dict[str, Any] = {"name": slug(name, 90), "dedupe_key": f"celery:{name}", "schedule": schedule}
+    values = {**dict(zip(positional, args, strict=True)), **kwargs}
+    if values:
+        seed["args"] = values
+    action = celery_action(entry["task"], options, positional)
+    batch.add(where, f"{name} ({entry['task']})", TARGET, action, seed, notes, reading=reading)
+    return None
+
+
+def _timing(value: object, zone_name: str) -> tuple[dict[str, Any], Reading] | str:
+    kind = type(value).__name__
+    period: timedelta | None = None
+    if isinstance(value, bool):
+        return "a schedule of True/False is not a period"
+    if isinstance(value, int | float):
+        period = timedelta(seconds=value)
+    elif isinstance(value, timedelta):
+        period = value
+    elif kind == "schedule" and isinstance(getattr(value, "run_every", None), timedelta):
+        period = value.run_every  # type: ignore[attr-defined]
+    elif kind == "solar":
+        return "solar (sunrise or sunset at a place) has no cron or period form"
+    elif kind == "crontab":
+        return _crontab(value, zone_name)
+    if period is None:
+        return f"a {kind} schedule has no cronwright form (crontab, seconds, timedelta do)"
+    if period < timedelta(seconds=60):
+        return f"every {period.total_seconds():g}s is below the 60s floor of `every` (node min_period)"
+    why = "an interval's phase depends on when each side started it"
+    return {"every": format_duration(period)}, Reading("none", why=why)
+
+
+def _crontab(value: Any, zone_name: str) -> tuple[dict[str, Any], Reading] | str:
+    parts = [
+        _field(getattr(value, f"_orig_{name}", "*"))
+        for name in ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+    ]
+    if parts[2] != "*" and parts[4] != "*":
+        return "both day_of_month and day_of_week: Celery requires both, cron fires on either"
+    text = " ".join(parts)
+    try:
+        expression = CronExpression.parse(text)
+    except Invalid as error:
+        return f"crontab({text}): {error.message}"
+    reading = Reading("cron", (text,), zone_name)
+    return {"cron": str(expression), "tz": zone_name}, reading
+
+
+def _field(value: object) -> str:
+    if isinstance(value, str | int):
+        return str(value).replace(" ", "")
+    return ",".join(str(item) for item in sorted(value))  # type: ignore[call-overload]
