@@ -61,7 +61,11 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 @cli.command()
 @pass_runtime
 def serve(runtime: Runtime) -> None:
-    """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
+    """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM; SIGHUP
+    reloads the config."""
+    from cronwright.fronts.cli.serve_hooks import ServeHooks
+
+    hooks = ServeHooks()  # ops hook: first, before any process starts (systemd, reload)
     runtime.log_to_stderr()
     app = runtime.app(boot=True, serving=True)
     # The main thread sleeps until a signal, or the end of the node's loop or of the HTTP server, sets
@@ -83,6 +87,7 @@ def serve(runtime: Runtime) -> None:
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
+    hooks.serving(runtime, app)  # ops hook: SIGHUP reloads; `cronwright reload` finds this serve
     counts = {state: n for state, n in app.node.store.counts().items() if n}
     where = app.node.store.description
     shown = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no schedules"
@@ -93,7 +98,7 @@ def serve(runtime: Runtime) -> None:
         try:
             from cronwright.node.drive import serve_forever
 
-            serve_forever(app.node)
+            serve_forever(app.node, hooks.watch)  # ops hook: systemd's readiness and watchdog
         finally:
             stop.set()
 
@@ -106,6 +111,7 @@ def serve(runtime: Runtime) -> None:
     except RuntimeError as error:
         fail(str(error))
     say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp, dashboard at /ui/)", url=http.url)
+    hooks.listening()  # ops hook: READY=1 once the node has booted too
     # `cronwright dashboard` finds this serve, and signs its one-time links, with the key in this file.
     key_file = links.key_file(app.config.store_url, app.config.node.listen)
     try:
@@ -115,6 +121,7 @@ def serve(runtime: Runtime) -> None:
             logging.WARNING, path=str(key_file))  # fmt: skip
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
+    hooks.stopping()  # ops hook: STOPPING=1
     links.withdraw(key_file, dashboard_links.key)
     app.changes.close()  # ends the dashboard's event streams, which would hold up the HTTP server's stop
     http.stop()
