@@ -126,9 +126,24 @@ def test_a_reload_applies_a_target_a_rotated_token_and_a_channel_without_missing
         assert refused["ok"] is False
 
         cw.config.write_text(config_text(cw, base, NEW_TOKEN, reloaded=True, receiver=receiver.url))
+        # A run in flight across the reload: it is neither stopped nor held up by it.
+        cw.ok(
+            "add",
+            "slow",
+            "--target",
+            "sh",
+            "--action",
+            "slow",
+            "--at",
+            datetime.now().astimezone().isoformat(),
+        )
+        wait_for("the slow run to start", cw.started.exists)
         before_reload = datetime.now().astimezone()
         done = cw.run("reload")
         assert done.rc == 0, done
+        cw.release.touch()
+        wait_for("the slow run to end", lambda: cw.json("show", "slow")["job"]["last_run"] is not None)
+        assert cw.json("show", "slow")["job"]["last_run"]["outcome"] == "ok"
         assert all(word in done.stdout for word in ("targets", "sources", "notify", "alert")), done.stdout
 
         # At once: the old token is refused, the new one accepted, and the new target can be scheduled.
