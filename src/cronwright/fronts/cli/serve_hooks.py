@@ -21,8 +21,35 @@ from cronwright.telemetry.logs import say
 if TYPE_CHECKING:
     from cronwright.app import App
     from cronwright.fronts.cli.runtime import Runtime
+    from cronwright.service.reloading import ReloadReport
 
 _log = logging.getLogger("cronwright.cli")
+
+
+def reload_and_say(app: App, config_path: str | None) -> ReloadReport:
+    """Reloads `app` from the config file and logs how it went (one line, an error when refused)."""
+    report = app.reload_from(config_path)
+    level = logging.INFO if report.ok else logging.ERROR
+    say(
+        _log,
+        report.message,
+        level,
+        reload="applied" if report.ok else "refused",
+        changed=list(report.changed),
+    )
+    return report
+
+
+def reload_on_sighup(app: App, config_path: str | None) -> None:
+    """For a process of serve other than the node's (the fronts', once they run apart): SIGHUP, forwarded
+    by the node's process, reloads this process's own app (its sources and tokens, allowlist, limits)."""
+    lock = threading.Lock()
+
+    def reload() -> None:
+        with lock:
+            reload_and_say(app, config_path)
+
+    signal.signal(signal.SIGHUP, lambda signum, frame: threading.Thread(target=reload, daemon=True).start())
 
 
 class ServeHooks:
@@ -76,10 +103,7 @@ class ServeHooks:
         with self._reloading:
             if self.systemd is not None:
                 self.systemd.reloading()
-            report = app.reload_from(runtime.config_path)
-            level = logging.INFO if report.ok else logging.ERROR
-            say(_log, report.message, level, reload="applied" if report.ok else "refused",
-                changed=list(report.changed))  # fmt: skip
+            report = reload_and_say(app, runtime.config_path)
             if self.systemd is not None:
                 self.systemd.reloaded(report.message if report.ok else f"reload refused: {report.message}")
             self._seq += 1
