@@ -21,6 +21,7 @@ import pytest
 from cli.blackbox import Cronwright, serving
 from conftest import make_harness
 from cronwright.clock import ManualClock
+from cronwright.errors import StoreError
 from cronwright.node import drive
 from cronwright.node.systemd import Systemd
 from cronwright.store.memory import MemoryStore
@@ -43,13 +44,13 @@ class NotifySocket:
             return None
 
     def until(self, line: str, timeout: float = 30.0) -> list[list[str]]:
-        """Every datagram up to and including the first with `line`."""
+        """Every datagram up to and including the first with a line that starts with `line`."""
         seen: list[list[str]] = []
         while True:
             got = self.next(timeout)
             assert got is not None, f"no {line} within {timeout}s; got {seen}"
             seen.append(got)
-            if line in got:
+            if any(sent.startswith(line) for sent in got):
                 return seen
 
     def during(self, seconds: float) -> list[list[str]]:
@@ -155,6 +156,42 @@ def test_a_node_whose_pass_hangs_stops_petting_the_watchdog(
     finally:
         store.hang.clear()
         store.release.set()
+        harness.node.stop()
+        loop.join(10)
+        watch.close()
+
+
+class FailingStore(MemoryStore):
+    """A store whose reads fail while `fail` is set: a pass that fails, and is tried again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = threading.Event()
+
+    def next_wake(self) -> datetime | None:
+        if self.fail.is_set():
+            raise StoreError("the disk is full (a test)")
+        return super().next_wake()
+
+
+def test_a_failing_pass_is_told_in_the_status_and_so_is_its_recovery(
+    clock: ManualClock, notify: NotifySocket
+) -> None:
+    store = FailingStore()
+    harness = make_harness(store, clock, boot=False)
+    watch = Systemd(notify.name)
+    loop = threading.Thread(target=drive.serve_forever, args=(harness.node, watch), daemon=True)
+    loop.start()
+    try:
+        notify.until("READY=1", timeout=10)
+        store.fail.set()
+        harness.node.wake()
+        failed = notify.until("STATUS=a scheduling pass failed", timeout=10)
+        assert "STATUS=a scheduling pass failed, trying again: the disk is full (a test)" in failed[-1]
+        store.fail.clear()
+        assert notify.until("STATUS=serving", timeout=10)[-1] == ["STATUS=serving"]
+    finally:
+        store.fail.clear()
         harness.node.stop()
         loop.join(10)
         watch.close()

@@ -127,6 +127,8 @@ def _serve(node: Node, watch: LoopWatch) -> None:
                 node.boot()
                 booted = True
                 watch.booted()
+            if failures:
+                watch.recovered()
             failures = 0
         except Exception as error:
             # A pass that failed (the store was unreachable, say) is tried again, with backoff; the node

@@ -38,6 +38,9 @@ class LoopWatch:
     def failed(self, error: Exception) -> None:
         """A pass failed; the loop tries again with backoff."""
 
+    def recovered(self) -> None:
+        """A pass went well after one or more failed."""
+
 
 class Systemd(LoopWatch):
     """The notify socket of the service manager that started this process."""
@@ -103,6 +106,9 @@ class Systemd(LoopWatch):
 
     def failed(self, error: Exception) -> None:
         self.notify(f"STATUS=a scheduling pass failed, trying again: {_one_line(error)}")
+
+    def recovered(self) -> None:
+        self.notify("STATUS=serving")
 
     def reloading(self) -> None:
         """Before a reload: systemd holds `systemctl reload` until the READY=1 that `reloaded` sends."""
