@@ -87,8 +87,7 @@ class App:
         self.config = config
         for listener in self.on_reload:
             listener(config)
-        said = ", ".join(changed) or "nothing changed"
-        return self._reported(reloading.ReloadReport(True, f"the config was reloaded: {said}", changed))
+        return self._reported(reloading.ReloadReport(True, reloading.applied(changed), changed))
 
     def reload_from(self, path: str | None) -> ReloadReport:
         """Reads the config file again (`path` as --config gave it, else found as at start), reloads it."""

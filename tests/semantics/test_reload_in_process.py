@@ -44,8 +44,23 @@ def test_a_reload_changes_the_limits_and_the_calendars_at_once(tmp_path: Path) -
         report = app.reload(second)
         assert report.ok, report
         assert "calendars" in report.changed and "node.min_period" in report.changed
+        assert report.message == "the config was reloaded: calendars, node.min_period"
         assert create(app, every="1s", exclude=["holidays"])["ok"] is True
         assert app.service.last_reload is not None and app.service.last_reload["ok"] is True
+    finally:
+        app.close()
+
+
+def test_a_reload_says_that_seeds_wait_for_the_next_start(tmp_path: Path) -> None:
+    first = config(tmp_path)
+    app = app_of(first)
+    try:
+        seeded = config(tmp_path, seed=[{"dedupe_key": "k", "name": "n", "target": "sh", "action": "log",
+                                         "schedule": {"every": "1h"}}])  # fmt: skip
+        report = app.reload(seeded)
+        assert report.ok and report.changed == ("seed",)
+        assert "upserted at the next start" in report.message
+        assert app.node.store.find("n") is None
     finally:
         app.close()
 

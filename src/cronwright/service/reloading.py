@@ -88,6 +88,14 @@ def changed(old: Config, new: Config) -> tuple[str, ...]:
     return tuple(found)
 
 
+def applied(changed: tuple[str, ...]) -> str:
+    """What a reload that went well says: what changed, and that seeds wait for the next start."""
+    said = f"the config was reloaded: {', '.join(changed) or 'nothing changed'}"
+    if "seed" in changed:
+        said += "; [[seed]] changes are upserted at the next start of serve, not by a reload"
+    return said
+
+
 def _dump(config: Config, section: str) -> Any:
     value = getattr(config, section)
     if isinstance(value, dict):
