@@ -12,7 +12,8 @@ from cronwright.clock import Clock, SystemClock
 from cronwright.config.calendar_tables import from_config
 from cronwright.core.events import EventSink, FanOut
 from cronwright.core.sources import Source
-from cronwright.node.node_ids import new_node_id
+from cronwright.errors import ConfigError
+from cronwright.node.node_ids import is_serving, new_node_id
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
 from cronwright.notify.alerting import Alerting
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from cronwright.node.runner import Runner
     from cronwright.notify.loop import DeliveryLoop
     from cronwright.protocol import Protocol
+    from cronwright.service.reloading import Prepared, ReloadReport
     from cronwright.store.base import Backend
     from cronwright.targets.allowlist import Allowlist
     from cronwright.targets.secrets import Secrets
@@ -47,6 +49,8 @@ class App:
     deliveries: DeliveryLoop | None = None
     # Told of every change a reader may show (the dashboard's live updates).
     changes: Changes = field(default_factory=Changes)
+    # Told of each config a reload applied (the fronts swap their sources and tokens): see `reload`.
+    on_reload: list[Callable[[Config], None]] = field(default_factory=list)
     _protocol: Protocol | None = None
     _protocol_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -61,6 +65,66 @@ class App:
                 if self._protocol is None:
                     self._protocol = Protocol(self.service, self.config.node.max_message_bytes)
         return self._protocol
+
+    def reload(self, config: Config) -> ReloadReport:
+        """Applies `config` live, or refuses it and changes nothing (service/reloading.py): the targets and
+        their actions, the sources and their tokens, the limits, the calendars, the alert rules and
+        channels. Either process of a serve may call it for its own parts."""
+        from cronwright.service import reloading
+
+        refused = reloading.not_live(self.config, config)
+        if refused:
+            why = f"the config was not reloaded: {', '.join(refused)} cannot change live; restart serve"
+            return self._reported(reloading.ReloadReport(False, why))
+        try:
+            prepared = reloading.prepare(config)
+        except ConfigError as error:
+            why = f"the config was not reloaded, nothing changed: {error}"
+            return self._reported(reloading.ReloadReport(False, why))
+        changed = reloading.changed(self.config, config)
+        reloading.swap(self.service, prepared)
+        self._swap_channels(prepared)
+        self.config = config
+        for listener in self.on_reload:
+            listener(config)
+        return self._reported(reloading.ReloadReport(True, reloading.applied(changed), changed))
+
+    def reload_from(self, path: str | None) -> ReloadReport:
+        """Reads the config file again (`path` as --config gave it, else found as at start), reloads it."""
+        from cronwright.config.settings import load
+        from cronwright.service.reloading import ReloadReport
+
+        try:
+            config = load(path)
+        except ConfigError as error:
+            return self._reported(
+                ReloadReport(False, f"the config was not reloaded, nothing changed: {error}")
+            )
+        return self.reload(config)
+
+    def _reported(self, report: ReloadReport) -> ReloadReport:
+        """Kept for `status` (its node's `last_reload`)."""
+        from cronwright.timing.iso import render
+
+        at = render(self.node.clock.now(), self.service.zone)
+        self.service.last_reload = {"ok": report.ok, "at": at, "message": report.message}
+        return report
+
+    def _swap_channels(self, prepared: Prepared) -> None:
+        if self.deliveries is not None:
+            self.deliveries.deliverer.use_channels(prepared.channels)
+            return
+        if not prepared.channels:
+            return
+        from cronwright.notify.deliver import Deliverer
+        from cronwright.notify.loop import DeliveryLoop
+
+        node, clock = self.node, self.node.clock
+        deliverer = Deliverer(node.store, prepared.channels, node.id, clock, prepared.config.node.tz)
+        self.deliveries = DeliveryLoop(deliverer, node.store, clock)
+        node.on_notes = _both(self.deliveries.wake, self.changes.changed)
+        if is_serving(node.id):
+            self.deliveries.start()  # as serve starts it; a short-lived process drains at its end
 
     def close(self) -> None:
         self.node.stop()

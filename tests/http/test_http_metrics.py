@@ -68,6 +68,7 @@ def test_metrics_name_the_build_and_say_how_the_store_and_the_leases_stand(live:
 
     [(labels, value)] = [(dict(key[1]), v) for key, v in seen.items() if key[0] == "cronwright_build_info"]
     assert value == 1 and labels["version"] == cronwright.__version__ and labels["python"]
+    assert labels["build"] == "unknown build"  # a source tree; a wheel names its commit (.ci/wheel-check)
     assert seen[("cronwright_store_up", ())] == 1
     assert seen[("cronwright_store_degraded", ())] == 0
     assert seen[("cronwright_leases_expired", ())] == 0

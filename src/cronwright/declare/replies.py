@@ -266,6 +266,12 @@ class Peer(Row):
     last_beat: str = Field(description=ISO)
 
 
+class LastReload(Row):
+    ok: bool = Field(description="Whether the config was applied; false: refused, nothing changed.")
+    at: str = Field(description=ISO)
+    message: str = Field(description="What changed, or why nothing did.")
+
+
 class NodeRow(Row):
     id: str
     now: str = Field(description=ISO)
@@ -275,6 +281,9 @@ class NodeRow(Row):
     store_state: str
     peers: list[Peer]
     unreadable: list[Unreadable]
+    last_reload: LastReload | None = Field(
+        None, description="The serving node's last reload of its config (SIGHUP); absent before any."
+    )
 
 
 class StatusReply(Reply):

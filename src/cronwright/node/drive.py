@@ -9,12 +9,14 @@ one pass and one durable write (group commit).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, wait
 from datetime import timedelta
 
 from cronwright.errors import StoreError
 from cronwright.node.scheduler import Node, PassReport
+from cronwright.node.systemd import LoopWatch
 from cronwright.store.base import Watches
 
 log = logging.getLogger("cronwright.node")
@@ -91,17 +93,20 @@ def until_next_pass(node: Node) -> float:
     return seconds_until_next_pass(node)
 
 
-def serve_forever(node: Node, after_pass: Callable[[], None] | None = None) -> None:
+def serve_forever(
+    node: Node, watch: LoopWatch | None = None, after_pass: Callable[[], None] | None = None
+) -> None:
     """Runs passes until `node.stop()`. Between passes it sleeps until the next due instant or a wake-up.
     `after_pass` is called after each pass that ended well (serve tells its fronts' process how it stands).
 
     A store that can announce changes (`watch`, as PostgreSQL's LISTEN/NOTIFY) wakes the node when
     another node or process changes a job; without it, such changes land at the next safety wake-up.
+    `watch` hears of the loop's boot, rounds and failures (systemd's readiness and watchdog, systemd.py).
     """
     inner = node.store.inner
     stop_watching = inner.watch(node.wake) if isinstance(inner, Watches) else None
     try:
-        _serve(node, after_pass or _nothing)
+        _serve(node, watch or LoopWatch(), after_pass or _nothing)
     finally:
         if stop_watching is not None:
             stop_watching()
@@ -111,12 +116,13 @@ def _nothing() -> None:
     pass
 
 
-def _serve(node: Node, after_pass: Callable[[], None]) -> None:
+def _serve(node: Node, watch: LoopWatch, after_pass: Callable[[], None]) -> None:
     booted, failures = False, 0
     while not node.stopping.is_set():
+        watch.alive()  # only a loop that comes round pets the watchdog: a pass that hangs stops it
         try:
             if booted:
-                woken = node.woken.wait(until_next_pass(node))
+                woken = _wait(node.woken, until_next_pass(node), watch)
                 node.woken.clear()
                 if node.stopping.is_set():
                     break
@@ -128,6 +134,9 @@ def _serve(node: Node, after_pass: Callable[[], None]) -> None:
             else:
                 node.boot()
                 booted = True
+                watch.booted()
+            if failures:
+                watch.recovered()
             after_pass()
             failures = 0
         except Exception as error:
@@ -139,9 +148,21 @@ def _serve(node: Node, after_pass: Callable[[], None]) -> None:
                 log.exception("a scheduling pass failed; trying again in %.0fs", delay)
             else:
                 log.warning("a scheduling pass failed again (%d in a row): %s", failures, error)
-            node.stopping.wait(delay)
+            watch.failed(error)
+            _wait(node.stopping, delay, watch)
             node.poked.set()
             node.woken.set()
+
+
+def _wait(event: threading.Event, seconds: float, watch: LoopWatch) -> bool:
+    """`event.wait(seconds)`, in steps of at most `watch.interval`, telling `watch` the loop is alive
+    after each: with no interval (no watchdog), one wait, so an idle node wakes no more (semantic 25)."""
+    while watch.interval is not None and seconds > watch.interval:
+        if event.wait(watch.interval):
+            return True
+        seconds -= watch.interval
+        watch.alive()
+    return event.wait(seconds)
 
 
 def _linger(node: Node) -> None:

@@ -34,15 +34,15 @@ class StoreTransitions:
     """`persistence_degraded` and `persistence_recovered` of one node (store/resilient.py's StoreAlerts)."""
 
     def __init__(self, alerting: Alerting, node: str, clock: Clock) -> None:
-        self._alerting = alerting
+        self.alerting = alerting  # a reload replaces it (service/reloading.py)
         self._node = node
         self._clock = clock
         self._since: datetime | None = None
 
     def degraded(self) -> list[Notification]:
         self._since = self._clock.now()
-        return self._alerting.notes([detect.persistence(True, self._node, self._since, self._since)])
+        return self.alerting.notes([detect.persistence(True, self._node, self._since, self._since)])
 
     def recovered(self) -> list[Notification]:
         since = self._since or datetime.fromtimestamp(0, UTC)
-        return self._alerting.notes([detect.persistence(False, self._node, since, self._clock.now())])
+        return self.alerting.notes([detect.persistence(False, self._node, since, self._clock.now())])

@@ -47,6 +47,10 @@ class Deliverer:
         self._clock = clock
         self._zone = zone
 
+    def use_channels(self, channels: Mapping[str, Channel]) -> None:
+        """A reload's channels (service/reloading.py), from the next notification sent on."""
+        self._channels = channels
+
     def deliver(self) -> Report:
         """One pass. Never raises for a channel's failure: that notification is retried later."""
         now = self._clock.now()

@@ -39,6 +39,10 @@ class DeliveryLoop:
         self._thread: threading.Thread | None = None
         self._pruned: datetime | None = None
 
+    @property
+    def deliverer(self) -> Deliverer:
+        return self._deliverer
+
     def wake(self) -> None:
         """New notifications were written: deliver now rather than at the next due instant."""
         self._wake.set()

@@ -87,6 +87,8 @@ class Service:
         # cannot slip past a dedupe key or a source's max_schedules together: the lock among this
         # process's threads (HTTP and MCP), the store's exclusive section among processes and nodes.
         self._create_lock = threading.Lock()
+        # How the last reload of the config went, for `status` (App.reload, issue 38); None before any.
+        self.last_reload: dict[str, Any] | None = None
 
     @property
     def zone(self) -> ZoneInfo:

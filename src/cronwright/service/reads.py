@@ -133,6 +133,7 @@ def status(service: Service, request: Mapping[str, Any], source: Source) -> dict
                 for beat in service.store.beats()
             ],
             "unreadable": _unreadable(service.store.unreadable, source),
+            **({"last_reload": service.last_reload} if service.last_reload is not None else {}),
         },
         "counts": counts,
         # Jobs with an occurrence in flight (its retries included), whichever process runs them.

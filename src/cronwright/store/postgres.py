@@ -44,6 +44,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import LockNotAvailable, UniqueViolation
 from psycopg.types.json import Json
 
+from cronwright._version import __version__
 from cronwright.core.audit import AuditEntry, entry_data
 from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
@@ -328,8 +329,9 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             if version > schema_version():
                 raise StoreError(
                     f"{where} has schema version {version}, newer than this cronwright knows"
-                    f" ({schema_version()}): it was written by a later release. Upgrade cronwright to"
-                    " use it; it was left untouched."
+                    f" ({__version__}, schema version {schema_version()}): it was written by a later"
+                    " release. Upgrade cronwright to use it; it was left untouched"
+                    " (`cronwright migrate --check` says what each version holds)."
                 )
             upgrade(connection, version)
         missing = sorted(_TABLES - self._tables(connection))

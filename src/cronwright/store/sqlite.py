@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cronwright._version import __version__
 from cronwright.core.audit import AuditEntry, entry_data
 from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
@@ -193,8 +194,8 @@ class SqliteStore(SqlJobReads, SqlOutbox):
         if version > schema_version():
             raise StoreError(
                 f"{self._path} has schema version {version}, newer than this cronwright knows"
-                f" ({schema_version()}): it was written by a later release. Upgrade cronwright to open it;"
-                " it was left untouched."
+                f" ({__version__}, schema version {schema_version()}): it was written by a later release."
+                " Upgrade cronwright to open it; it was left untouched."
             )
 
     def _open(self, busy_timeout: float) -> sqlite3.Connection:

@@ -15,16 +15,16 @@ from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from cronwright._version import __version__
+from cronwright._version import __version__, build
 from cronwright.core.model import Persistence, State
 from cronwright.node.scheduler import Node
 
 
 def build_info() -> GaugeMetricFamily:
     info = GaugeMetricFamily(
-        "cronwright_build_info", "Always 1; its labels name the build.", labels=["version", "python"]
+        "cronwright_build_info", "Always 1; its labels name the build.", labels=["version", "build", "python"]
     )
-    info.add_metric([__version__, platform.python_version()], 1)
+    info.add_metric([__version__, build(), platform.python_version()], 1)
     return info
 
 

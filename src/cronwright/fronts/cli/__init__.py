@@ -9,7 +9,15 @@ start fast (tests/cli/test_tick_imports.py).
 from __future__ import annotations
 
 # Each module of verbs adds its verbs to the group as it is imported.
-from cronwright.fronts.cli import admin, importing, job_verbs, read_verbs, serving  # noqa: F401
+from cronwright.fronts.cli import (  # noqa: F401
+    admin,
+    importing,
+    job_verbs,
+    migrate_verb,
+    read_verbs,
+    reload_verb,
+    serving,
+)
 from cronwright.fronts.cli.group import cli, main
 
 __all__ = ["cli", "main"]

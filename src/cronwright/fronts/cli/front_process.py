@@ -45,6 +45,7 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     """Serves the fronts on `listening` until SIGTERM, SIGINT or the end of the relay; the exit status."""
     from prometheus_client import CollectorRegistry
 
+    from cronwright.fronts.cli.serve_hooks import reload_on_sighup
     from cronwright.fronts.http.asgi import Serving, create_app
     from cronwright.fronts.http.listen import parse_listen
     from cronwright.fronts.ui import links
@@ -61,6 +62,8 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     app.node.on_notes = lambda: _changed_here(app.changes.changed, node_pid)
     relay = RelayReader(relay_fd, [counters], app.changes.changed, ended=stop.set)
     relay.start()
+    # SIGHUP comes from the node's process once it applied a reload: this process applies it too.
+    reload_on_sighup(app, runtime.config_path)
     config = app.config
     dashboard_links = links.Links()
     host = parse_listen(config.node.listen)[0]

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from cronwright._version import __version__
+from cronwright._version import version_line
 from cronwright.errors import StoreError
 from cronwright.fronts.cli.exits import fail
 from cronwright.fronts.cli.options import DeclaringCommand
@@ -27,13 +27,27 @@ from cronwright.fronts.cli.runtime import Runtime
     metavar="PATH",
     help="Config file (else $CRONWRIGHT_CONFIG, ./cronwright.toml).",
 )
-@click.version_option(__version__)  # not looked up in the metadata: that is slow
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, param, value: _print_version(ctx, value),
+    help="Show the version and the build (the git commit it was built from), and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
     """cronwright: schedules that never run twice, never run forever, and run only what was allowed."""
     runtime = Runtime(config_path)
     ctx.obj = runtime
     ctx.call_on_close(runtime.close)
+
+
+def _print_version(ctx: click.Context, value: bool) -> None:
+    # Not looked up in the package metadata: that is slow, and names no build.
+    if value and not ctx.resilient_parsing:
+        click.echo(version_line())
+        ctx.exit()
 
 
 cli.command_class = DeclaringCommand  # each verb's declared options are made when it is run or helped

@@ -227,11 +227,23 @@ def status(runtime: Runtime, as_json: bool) -> None:
                 ("jobs", counts or "none"),
                 ("running", str(reply["running"])),
                 ("nodes", peers),
+                *_last_reload(runtime),
             ]
         )
         _warn_unreadable(node)
 
     finish(runtime.call("status"), as_json, human)
+
+
+def _last_reload(runtime: Runtime) -> list[tuple[str, str]]:
+    """How the last reload of the serve of this config went, as that serve published it (issue 38)."""
+    from cronwright.fronts.cli import reload_file
+
+    path = runtime.config.path
+    published = reload_file.read(reload_file.path_for(path)) if path else None
+    if published is None or published.seq == 0:
+        return []
+    return [("reload", published.message)]
 
 
 @cli.command()

@@ -62,7 +62,11 @@ def tick(runtime: Runtime, as_json: bool) -> None:
 @cli.command()
 @pass_runtime
 def serve(runtime: Runtime) -> None:
-    """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM."""
+    """Runs the node, the HTTP API and MCP over HTTP (on node.listen) until SIGINT or SIGTERM; SIGHUP
+    reloads the config."""
+    from cronwright.fronts.cli.serve_hooks import ServeHooks
+
+    hooks = ServeHooks()  # ops hook: first, before any process starts (systemd, reload)
     runtime.log_to_stderr()
     from cronwright.telemetry.relay import RelayWriter
 
@@ -88,6 +92,7 @@ def serve(runtime: Runtime) -> None:
     # A change made by the fronts' process or a CLI wakes the node, and the dashboards are told.
     signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
     app.node.on_notes = _both(app.node.on_notes, relay.changed)
+    hooks.serving(runtime, app, fronts)  # ops hook: SIGHUP reloads both processes; `cronwright reload`
     counts = {state: n for state, n in app.node.store.counts().items() if n}
     where = app.node.store.description
     shown = ", ".join(f"{n} {state}" for state, n in counts.items()) or "no schedules"
@@ -98,7 +103,8 @@ def serve(runtime: Runtime) -> None:
         try:
             from cronwright.node.drive import serve_forever
 
-            serve_forever(app.node, after_pass=lambda: relay.passed(app.node))
+            # ops hook: systemd's readiness and watchdog; the fronts' process hears how the node stands
+            serve_forever(app.node, hooks.watch, after_pass=lambda: relay.passed(app.node))
         finally:
             stop.set()
 
@@ -107,8 +113,12 @@ def serve(runtime: Runtime) -> None:
     if app.deliveries is not None:
         app.deliveries.start()  # its own thread: a slow channel never holds up a scheduling pass
     fronts.start()  # it says where it listens once it does
+    # The socket listens already (bound above, before the node booted): from now on a connection waits in
+    # its backlog for the fronts' process, so systemd may hear READY=1 once the node has booted too.
+    hooks.listening()  # ops hook
     stop.wait()  # a signal handler runs on this thread and sets it; no timeout, so no polling
     say(_log, "stopping: no new requests or claims; waiting for runs in flight")
+    hooks.stopping()  # ops hook: STOPPING=1
     fronts.stop()  # first: no request reaches a node that is stopping
     runtime.close()  # runs in flight get the shutdown grace, then are recorded interrupted
     say(_log, f"cronwright node {app.node.id} stopped", node=app.node.id)

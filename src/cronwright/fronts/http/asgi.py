@@ -84,6 +84,10 @@ class Tokens:
     """
 
     def __init__(self, sources: Iterable[Source]) -> None:
+        self.replace(sources)
+
+    def replace(self, sources: Iterable[Source]) -> None:
+        """A reload's sources: one assignment, so a request checks against the old list or the new."""
         self._sources = [(s, digest.encode()) for s in sources for digest in s.token_sha256]
 
     def source(self, authorization: str | None) -> Source | None:
@@ -231,11 +235,14 @@ def create_app(
     """The ASGI app over `app`. `sources` default to the config's; `host` is where it will listen;
     `links` checks the operator's one-time dashboard links (serve publishes its key); `view` is how the
     firing node stands, for /metrics, when it is not `app.node` (serve's node runs in another process)."""
-    if sources is None:
-        sources = [app.config.source(name) for name in app.config.sources]
     from cronwright.fronts.ui.site import create_ui  # the dashboard's pages import this module
 
-    tokens = Tokens(sources)
+    if sources is None:
+        tokens = Tokens(app.config.source(name) for name in app.config.sources)
+        # ops hook (issue 38): a reload swaps the sources and their tokens; sessions stay as they are.
+        app.on_reload.append(lambda config: tokens.replace(config.source(n) for n in config.sources))
+    else:
+        tokens = Tokens(sources)
     failures = AuthFailures(app.node.clock)
     dashboard, _ = create_ui(app, tokens.source, links, failures)
     api = _Api(app, failures, view)
