@@ -121,7 +121,8 @@ class ServeHooks:
             if self.systemd is not None:
                 self.systemd.reloading()
             report = reload_and_say(app, runtime.config_path)
-            if report.ok and self._fronts is not None and runtime.config_path is not None:
+            if self._fronts is not None and runtime.config_path is not None:
+                # Refused too: the fronts' process refuses it alike, and its `status` says so.
                 report = self._fronts_reloaded(report, runtime.config_path)
             if self.systemd is not None:
                 self.systemd.reloaded(report.message if report.ok else f"reload refused: {report.message}")
@@ -131,7 +132,8 @@ class ServeHooks:
 
     def _fronts_reloaded(self, report: ReloadReport, config_path: str) -> ReloadReport:
         """Forwards the reload to the fronts' process and waits for its answer: the allowlist a create is
-        checked against and the tokens live there, so `cronwright reload` answers only once both applied."""
+        checked against, the tokens and `status` live there, so `cronwright reload` answers only once both
+        processes applied (or refused) it."""
         from dataclasses import replace
 
         fronts = self._fronts
@@ -149,8 +151,8 @@ class ServeHooks:
         while time.monotonic() < deadline:
             after = reload_file.read(published)
             if after is not None and after.pid == pid and after.seq > seen:
-                if after.ok:
-                    return report
+                if after.ok or not report.ok:
+                    return report  # a refusal is the node's to tell: the fronts' says the same
                 # The file changed between the two processes' reads: the node has the first version.
                 said = f"the fronts refused what the node applied ({after.message}); reload again"
                 return replace(report, ok=False, message=said)

@@ -75,7 +75,7 @@ SELECT state, n FROM job_counts WHERE created_by = ?
 -- name: backfills_waiting
 -- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue
 -- (the record has `backfill` only while its queue is not empty), so no record is decoded.
-SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND json_extract(data, '$.backfill') IS NOT NULL
+SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = ? AND CASE WHEN json_valid(data) THEN json_extract(data, '$.backfill') END IS NOT NULL
 
 -- name: jobs_by_id
 -- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.

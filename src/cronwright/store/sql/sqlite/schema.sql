@@ -44,7 +44,7 @@ CREATE INDEX jobs_created_by ON jobs (created_by, state, name) WHERE NOT deleted
 CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
 
 -- A source's backfills waiting (its quota counts them): only the rows whose record has a queue.
-CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND json_extract(data, '$.backfill') IS NOT NULL;
+CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND CASE WHEN json_valid(data) THEN json_extract(data, '$.backfill') END IS NOT NULL;
 
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;

@@ -6,8 +6,9 @@
 CREATE INDEX jobs_created_by_name ON jobs (created_by, name) WHERE NOT deleted;
 
 -- Its backfills waiting, which count against its max_schedules: an index that holds only the rows with
--- a queue (a record has `backfill` only while its queue is not empty).
-CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND json_extract(data, '$.backfill') IS NOT NULL;
+-- a queue (a record has `backfill` only while its queue is not empty). A row whose JSON a hand edit broke
+-- is in no queue: json_extract would refuse it, and with it every write of that row (semantic 11).
+CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND CASE WHEN json_valid(data) THEN json_extract(data, '$.backfill') END IS NOT NULL;
 
 -- Its history: each run carries its job's creator, so the source's newest runs are read from an index,
 -- newest first, up to a page. Existing runs take their job's.
