@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from cronwright.config.settings import parse
-from cronwright.importers import crontab, kubernetes, systemd
+from cronwright.importers import crontab, kubernetes, systemd_timers
 from cronwright.importers.toml_text import render
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "migrating.md"
@@ -40,4 +40,4 @@ def test_the_worked_examples_are_what_the_importers_write() -> None:
     assert render(kubernetes.read(manifest + "\n", "report.yaml")) == config + "\n"
     (_, units), (_, config), _, _ = section("systemd")
     timer, service = units.removeprefix("# backup.timer\n").split("\n\n# backup.service\n")
-    assert render(systemd.read(timer, "backup.timer", service, "backup.service")) == config + "\n"
+    assert render(systemd_timers.read(timer, "backup.timer", service, "backup.service")) == config + "\n"

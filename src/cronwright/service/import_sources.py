@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cronwright.errors import ConfigError
-from cronwright.importers import apscheduler_jobs, celery_beat, crontab, kubernetes, systemd
+from cronwright.importers import apscheduler_jobs, celery_beat, crontab, kubernetes, systemd_timers
 from cronwright.importers.outcome import Batch
 
 FORMATS = ("crontab", "kubernetes", "systemd", "apscheduler", "celery")
@@ -57,7 +57,7 @@ def _systemd(source: str) -> Batch:
     unit = (parse_unit(text).get("Timer", {}).get("Unit") or [timer.stem + ".service"])[-1]
     service = timer.with_name(unit)
     service_text = service.read_text(encoding="utf-8") if service.is_file() else None
-    return systemd.read(text, timer.name, service_text, unit)
+    return systemd_timers.read(text, timer.name, service_text, unit)
 
 
 def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cronwright.importers import systemd
+from cronwright.importers import systemd_timers as systemd
 from cronwright.importers.outcome import Status
 
 from .conftest import loads, seed_of
