@@ -31,7 +31,7 @@ _log = logging.getLogger("cronwright.cli")
 FRONTS_ANSWER_WITHIN = 30.0  # seconds the fronts' process gets to apply a reload the node applied
 
 
-def reload_and_say(app: App, config_path: str | None) -> ReloadReport:
+def reload_and_say(app: App, config_path: str | None, process: str = "node") -> ReloadReport:
     """Reloads `app` from the config file and logs how it went (one line, an error when refused)."""
     report = app.reload_from(config_path)
     level = logging.INFO if report.ok else logging.ERROR
@@ -40,6 +40,7 @@ def reload_and_say(app: App, config_path: str | None) -> ReloadReport:
         report.message,
         level,
         reload="applied" if report.ok else "refused",
+        process=process,  # serve's node or its fronts: each applies the reload to its own part
         changed=list(report.changed),
     )
     return report
@@ -56,7 +57,7 @@ def reload_on_sighup(app: App, config_path: str | None) -> None:
     def reload() -> None:
         nonlocal seq
         with lock:
-            report = reload_and_say(app, config_path)
+            report = reload_and_say(app, config_path, "fronts")
             seq += 1
             if published is not None:
                 reload_file.publish(published, seq, report)
@@ -121,9 +122,12 @@ class ServeHooks:
             if self.systemd is not None:
                 self.systemd.reloading()
             report = reload_and_say(app, runtime.config_path)
-            if self._fronts is not None and runtime.config_path is not None:
+            # The file the fronts' process was started with (FrontProcess passes it): found by this path,
+            # whether or not --config named it.
+            config_file = app.config.path
+            if self._fronts is not None and config_file is not None:
                 # Refused too: the fronts' process refuses it alike, and its `status` says so.
-                report = self._fronts_reloaded(report, runtime.config_path)
+                report = self._fronts_reloaded(report, config_file)
             if self.systemd is not None:
                 self.systemd.reloaded(report.message if report.ok else f"reload refused: {report.message}")
             self._seq += 1
