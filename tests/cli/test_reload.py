@@ -192,3 +192,34 @@ def test_a_reload_applies_a_target_a_rotated_token_and_a_channel_without_missing
     assert instants[0] < before_reload and instants[-1] > after_reloads
     gaps = [(a, b) for a, b in itertools.pairwise(instants) if b - a != timedelta(seconds=1)]
     assert not gaps, f"occurrences missed across the reloads: {gaps}"
+
+
+def test_a_serve_that_found_its_config_in_its_folder_reloads_its_fronts_too(tmp_path: Path) -> None:
+    """No --config: serve and `cronwright reload` find ./cronwright.toml. The tokens live in the fronts'
+    process, so a rotated token is accepted there once `reload` has answered, not at some later time."""
+    cw = Cronwright(tmp_path)
+    base = cw.config.read_text()
+    source = '\n[sources.agent]\ntoken_sha256 = ["{}"]\ntargets = ["sh.*"]\n'
+    cw.config.write_text(base + source.format(token_digest(OLD_TOKEN)))
+    argv, env = cw.command("serve")
+    argv.remove("--config")
+    argv.remove(str(cw.config))
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path) as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
+            url = json.loads(next(line for line in stderr.seen if "listening on" in line))["url"]
+            assert status_code(url, OLD_TOKEN) == 200
+
+            cw.config.write_text(base + source.format(token_digest(NEW_TOKEN)))
+            done = subprocess.run(
+                [argv[0], "reload"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90
+            )
+
+            assert done.returncode == 0, done
+            assert status_code(url, NEW_TOKEN) == 200 and status_code(url, OLD_TOKEN) == 401
+            wait_for("both processes to log the reload", lambda: stderr.saw('"process":"fronts"'), timeout=10)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(timeout=30)
+            stderr.join()
