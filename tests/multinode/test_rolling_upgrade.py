@@ -37,14 +37,23 @@ def git(*args: str) -> str:
 
 
 def previous_release() -> str:
-    """The last commit before the newest migration was added."""
+    """The last commit whose schema is one version older than this checkout's: the parent of the first
+    commit that had as many migrations as now (a migration renamed or edited before it was released
+    does not count as a newer release)."""
+    folder = str(NEWEST.parent.relative_to(REPO))
+    known = len(list(NEWEST.parent.glob("*.sql")))
     try:
-        added = git("log", "--format=%H", "--diff-filter=A", "--", str(NEWEST.relative_to(REPO))).split()
+        touched = git("log", "--format=%H", "--", folder).split()
+        first = None
+        for commit in touched:  # newest first
+            if len(git("ls-tree", "--name-only", commit, f"{folder}/").split()) < known:
+                break
+            first = commit
     except (OSError, subprocess.CalledProcessError) as error:
         pytest.skip(f"no git history to build the previous release from: {error}")
-    if not added:
+    if first is None:
         pytest.skip(f"{NEWEST.name} is not committed yet")
-    return git("rev-parse", f"{added[-1]}~1")
+    return git("rev-parse", f"{first}~1")
 
 
 def old_venv(commit: str) -> Path:
