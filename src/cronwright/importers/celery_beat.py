@@ -17,15 +17,17 @@ one place that writes it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from cronwright.errors import Invalid
-from cronwright.importers.outcome import Batch, Reading, slug
+from cronwright.importers.outcome import Batch, Entry, Reading, slug
 from cronwright.timing.cron import CronExpression
 from cronwright.timing.durations import format_duration
 
 FORMAT = "celery"
+SOLAR = "solar (sunrise or sunset at a place) has no cron or period form"
 TARGET = "celery"
 GENERAL = (
     "each entry's task is sent by name to your Celery workers through the `celery` target; set the "
@@ -66,26 +68,46 @@ def _one(batch: Batch, where: str, name: str, entry: Any, zone_name: str) -> str
     timing = _timing(entry.get("schedule"), zone_name)
     if isinstance(timing, str):
         return timing
-    schedule, reading = timing
     notes: list[str] = []
     options = dict(entry.get("options") or {})
     for key in sorted(set(options) - {"queue", "routing_key", "priority"}):
         notes.append(f"option {key}={options[key]!r} is not carried (the message expires at due + grace)")
     if entry.get("relative"):
         notes.append("relative=True: the period is not rounded to the clock here")
-    args = list(entry.get("args") or ())
-    kwargs = dict(entry.get("kwargs") or {})
-    positional = [f"arg{index}" for index in range(len(args))]
-    clash = set(positional) & set(kwargs)
+    task = Task(name, entry["task"], options, list(entry.get("args") or ()), dict(entry.get("kwargs") or {}))
+    added = add_task(batch, where, task, timing, notes)
+    return added if isinstance(added, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One scheduled task as beat sends it: its entry's name, the task's name, the options the action
+    keeps (queue, routing_key, priority), and its args and kwargs."""
+
+    name: str
+    task: str
+    options: Mapping[str, Any]
+    args: list[Any]
+    kwargs: dict[str, Any]
+
+
+def add_task(
+    batch: Batch, where: str, task: Task, timing: tuple[dict[str, Any], Reading], notes: list[str]
+) -> Entry | str:
+    """Adds `task` as a `celery` target action and its seed, keyed `celery:NAME` (beat's entry names are
+    unique, and django-celery-beat's scheduler stores the app's entries under the same names); the
+    reason when it cannot be mapped."""
+    positional = [f"arg{index}" for index in range(len(task.args))]
+    clash = set(positional) & set(task.kwargs)
     if clash:
         return f"kwargs {sorted(clash)} clash with the names given to positional args"
-    seed: dict[str, Any] = {"name": slug(name, 90), "dedupe_key": f"celery:{name}", "schedule": schedule}
-    values = {**dict(zip(positional, args, strict=True)), **kwargs}
+    fields, reading = timing
+    seed: dict[str, Any] = {"name": slug(task.name, 90), "dedupe_key": f"celery:{task.name}", **fields}
+    values = {**dict(zip(positional, task.args, strict=True)), **task.kwargs}
     if values:
         seed["args"] = values
-    action = celery_action(entry["task"], options, positional)
-    batch.add(where, f"{name} ({entry['task']})", TARGET, action, seed, notes, reading=reading)
-    return None
+    action = celery_action(task.task, task.options, positional)
+    return batch.add(where, f"{task.name} ({task.task})", TARGET, action, seed, notes, reading=reading)
 
 
 def _timing(value: object, zone_name: str) -> tuple[dict[str, Any], Reading] | str:
@@ -100,15 +122,20 @@ def _timing(value: object, zone_name: str) -> tuple[dict[str, Any], Reading] | s
     elif kind == "schedule" and isinstance(getattr(value, "run_every", None), timedelta):
         period = value.run_every  # type: ignore[attr-defined]
     elif kind == "solar":
-        return "solar (sunrise or sunset at a place) has no cron or period form"
+        return SOLAR
     elif kind == "crontab":
         return _crontab(value, zone_name)
     if period is None:
         return f"a {kind} schedule has no cronwright form (crontab, seconds, timedelta do)"
+    return period_schedule(period)
+
+
+def period_schedule(period: timedelta) -> tuple[dict[str, Any], Reading] | str:
+    """A period as `schedule.every` (at least the 60 s floor), or the reason it cannot be."""
     if period < timedelta(seconds=60):
         return f"every {period.total_seconds():g}s is below the 60s floor of `every` (node min_period)"
     why = "an interval's phase depends on when each side started it"
-    return {"every": format_duration(period)}, Reading("none", why=why)
+    return {"schedule": {"every": format_duration(period)}}, Reading("none", why=why)
 
 
 def _crontab(value: Any, zone_name: str) -> tuple[dict[str, Any], Reading] | str:
@@ -116,6 +143,12 @@ def _crontab(value: Any, zone_name: str) -> tuple[dict[str, Any], Reading] | str
         _field(getattr(value, f"_orig_{name}", "*"))
         for name in ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
     ]
+    return crontab_schedule(parts, zone_name)
+
+
+def crontab_schedule(parts: list[str], zone_name: str) -> tuple[dict[str, Any], Reading] | str:
+    """Celery crontab fields in cron's order (minute, hour, day_of_month, month_of_year, day_of_week)
+    as `schedule.cron` in `zone_name`, or the reason they cannot be."""
     if parts[2] != "*" and parts[4] != "*":
         return "both day_of_month and day_of_week: Celery requires both, cron fires on either"
     text = " ".join(parts)
@@ -124,7 +157,7 @@ def _crontab(value: Any, zone_name: str) -> tuple[dict[str, Any], Reading] | str
     except Invalid as error:
         return f"crontab({text}): {error.message}"
     reading = Reading("cron", (text,), zone_name)
-    return {"cron": str(expression), "tz": zone_name}, reading
+    return {"schedule": {"cron": str(expression), "tz": zone_name}}, reading
 
 
 def _field(value: object) -> str:

@@ -10,10 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from cronwright.errors import ConfigError
-from cronwright.importers import apscheduler_jobs, celery_beat, crontab, kubernetes, systemd_timers
+from cronwright.importers import (
+    apscheduler_jobs,
+    celery_beat,
+    crontab,
+    django_celery_beat,
+    kubernetes,
+    systemd_timers,
+)
 from cronwright.importers.outcome import Batch
 
-FORMATS = ("crontab", "kubernetes", "systemd", "apscheduler", "celery")
+FORMATS = ("crontab", "kubernetes", "systemd", "apscheduler", "celery", "django-celery-beat")
 SYSTEM_TABLES = ("/etc/crontab", "/etc/cron.d/")
 
 
@@ -25,6 +32,7 @@ def read_source(fmt: str, source: str, system: bool | None = None, table: str = 
         "systemd": lambda: _systemd(source),
         "apscheduler": lambda: apscheduler_jobs.read(_job_rows(source, table), table),
         "celery": lambda: _celery(source),
+        "django-celery-beat": lambda: django_celery_beat.read(_periodic_tasks(source)),
     }
     return readers[fmt]()
 
@@ -60,14 +68,18 @@ def _systemd(source: str) -> Batch:
     return systemd_timers.read(text, timer.name, service_text, unit)
 
 
-def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
-    """(id, job_state) of every row of APScheduler 3's job table, read with SQL (SQLAlchemy's URL forms)."""
+def _sqlalchemy(what: str) -> Any:
+    # Imported here only: `tick` and the other verbs never load it (tests/cli/test_tick_imports.py).
     try:
         import sqlalchemy
     except ImportError as error:
-        raise ConfigError(
-            "reading an APScheduler job store needs SQLAlchemy: pip install sqlalchemy"
-        ) from error
+        raise ConfigError(f"reading {what} needs SQLAlchemy: pip install sqlalchemy") from error
+    return sqlalchemy
+
+
+def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
+    """(id, job_state) of every row of APScheduler 3's job table, read with SQL (SQLAlchemy's URL forms)."""
+    sqlalchemy = _sqlalchemy("an APScheduler job store")
     try:
         engine = sqlalchemy.create_engine(url)
         jobs = sqlalchemy.table(table, sqlalchemy.column("id"), sqlalchemy.column("job_state"))
@@ -78,6 +90,39 @@ def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
     except sqlalchemy.exc.SQLAlchemyError as error:
         raise ConfigError(
             f"cannot read the job table {table!r}: {error.__class__.__name__}: {error}"
+        ) from error
+    return found
+
+
+# Every periodic task with its schedule's columns; the names are django-celery-beat's (its models.py and
+# migrations), none comes from the caller.
+_PERIODIC_TASKS = """
+SELECT t.name, t.task, t.args, t.kwargs, t.queue, t.exchange, t.routing_key, t.headers, t.priority,
+       t.expires, t.expire_seconds, t.one_off, t.start_time, t.enabled,
+       t.crontab_id, c.minute, c.hour, c.day_of_month, c.month_of_year, c.day_of_week, c.timezone,
+       t.interval_id, i.every, i.period, t.clocked_id, k.clocked_time,
+       t.solar_id, s.event, s.latitude, s.longitude
+FROM django_celery_beat_periodictask t
+LEFT JOIN django_celery_beat_crontabschedule c ON c.id = t.crontab_id
+LEFT JOIN django_celery_beat_intervalschedule i ON i.id = t.interval_id
+LEFT JOIN django_celery_beat_clockedschedule k ON k.id = t.clocked_id
+LEFT JOIN django_celery_beat_solarschedule s ON s.id = t.solar_id
+ORDER BY t.name
+"""
+
+
+def _periodic_tasks(url: str) -> list[dict[str, Any]]:
+    """django-celery-beat's periodic tasks, each with its schedule's columns, read with SQL from the Django
+    database at `url` (SQLAlchemy's URL forms; on PostgreSQL, a schema by `?options=-csearch_path=NAME`)."""
+    sqlalchemy = _sqlalchemy("django-celery-beat's tables")
+    try:
+        engine = sqlalchemy.create_engine(url)
+        with engine.connect() as connection:
+            found = [dict(row._mapping) for row in connection.execute(sqlalchemy.text(_PERIODIC_TASKS))]
+        engine.dispose()
+    except sqlalchemy.exc.SQLAlchemyError as error:
+        raise ConfigError(
+            f"cannot read django-celery-beat's tables: {error.__class__.__name__}: {error}"
         ) from error
     return found
 

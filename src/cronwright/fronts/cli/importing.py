@@ -23,7 +23,7 @@ from cronwright.fronts.cli.runtime import Runtime, now, pass_runtime
 if TYPE_CHECKING:
     from cronwright.importers.outcome import Batch
 
-FORMATS = ("crontab", "kubernetes", "systemd", "apscheduler", "celery")
+FORMATS = ("crontab", "kubernetes", "systemd", "apscheduler", "celery", "django-celery-beat")
 
 
 @cli.command("import")
@@ -51,11 +51,13 @@ def import_(
     table: str,
     as_json: bool,
 ) -> None:
-    """Reads schedules from crontab, kubernetes, systemd, apscheduler or celery and writes [targets] and
-    [[seed]] config, with a report of every entry: mapped, mapped with a note, or refused with the reason.
+    """Reads schedules from crontab, kubernetes, systemd, apscheduler, celery or django-celery-beat and
+    writes [targets] and [[seed]] config, with a report of every entry: mapped, mapped with a note, or
+    refused with the reason.
 
     SOURCE is a file (or - for stdin) for crontab and kubernetes, a .timer file for systemd (its service
-    beside it), a database URL for apscheduler, and MODULE:ATTR (an app or a beat_schedule) for celery."""
+    beside it), a database URL for apscheduler and django-celery-beat (the Django database holding its
+    tables), and MODULE:ATTR (an app or a beat_schedule) for celery."""
     from cronwright.importers.toml_text import render
     from cronwright.service.import_sources import read_source
 
