@@ -90,7 +90,9 @@ def serve(runtime: Runtime) -> None:
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
     # A change made by the fronts' process or a CLI wakes the node, and the dashboards are told.
-    signal.signal(signal.SIGUSR1, lambda signum, frame: app.node.wake())
+    from cronwright.node.signal_wake import SignalWake
+
+    SignalWake(app.node.wake).install(signal.SIGUSR1)  # its handler takes no lock: see signal_wake.py
     app.node.on_notes = _both(app.node.on_notes, relay.changed)
     hooks.serving(runtime, app, fronts)  # ops hook: SIGHUP reloads both processes; `cronwright reload`
     counts = {state: n for state, n in app.node.store.counts().items() if n}
