@@ -249,9 +249,6 @@ class SqlJobReads:
         p = self._p
         where: list[str] = []
         params: list[object] = []
-        if reader is not None:
-            where.append(f"(source = {p} OR owner = {p})")
-            params += [reader, reader]
         for column, value in (("source", source), ("job_id", job_id), ("name", name)):
             if value is not None:
                 where.append(f"{column} = {p}")
@@ -259,11 +256,16 @@ class SqlJobReads:
         if before is not None:
             where.append(f"seq < {p}")
             params.append(before)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        page = max(limit, 0)
+        if reader is None:
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            query, bound = self._queries["audit"].format(where=clause), (*params, page)
+        else:
+            rest = "".join(f" AND {condition}" for condition in where)
+            query = self._queries["audit_of_reader"].format(rest=rest)
+            bound = (reader, *params, page, reader, *params, page, page)
         with self._reading() as connection:
-            rows = connection.execute(
-                self._queries["audit"].format(where=clause), (*params, max(limit, 0))
-            ).fetchall()
+            rows = connection.execute(query, bound).fetchall()
         return [self._read_entry(row) for row in rows]
 
     def _read_entry(self, row: Sequence[Any]) -> AuditEntry:

@@ -274,9 +274,20 @@ INSERT INTO audit (key, at, source, action, job_id, name, owner, data) VALUES (%
 ON CONFLICT (key) DO NOTHING
 
 -- name: audit
--- Newest first. {where} is empty, or ` WHERE ` and the conditions that apply: the reader's own
--- (`(source = %s OR owner = %s)`), a source's, a job's, a name's, and for a page `seq < %s`.
+-- Newest first. {where} is empty, or ` WHERE ` and the conditions that apply: a source's, a job's, a
+-- name's, and for a page `seq < %s`.
 SELECT seq, key, at, source, action, job_id, name, owner, data FROM audit{where} ORDER BY seq DESC LIMIT %s
+
+-- name: audit_of_reader
+-- What a source may read: the entries it wrote or about its own jobs, newest first. Each side walks its
+-- own index (audit_source, audit_owner) backwards for a page at most, so the cost is a page, not the
+-- source's whole log (an OR of the two columns would read and sort every entry of the source). {rest} is
+-- empty or ` AND ` and the other conditions, given once for each side.
+SELECT seq, key, at, source, action, job_id, name, owner, data FROM audit WHERE seq IN (
+    SELECT seq FROM (SELECT seq FROM audit WHERE source = %s{rest} ORDER BY seq DESC LIMIT %s) AS by_source
+    UNION
+    SELECT seq FROM (SELECT seq FROM audit WHERE owner = %s{rest} ORDER BY seq DESC LIMIT %s) AS by_owner
+) ORDER BY seq DESC LIMIT %s
 
 -- name: prune_audit
 -- Retention (node.audit_retention), through the index audit_at.
