@@ -120,7 +120,7 @@ from celery.schedules import crontab
 from celery.signals import before_task_publish
 app = Celery("dstbench", broker=os.environ["CW_BENCH_BROKER"])
 app.conf.update(timezone="Europe/Berlin", enable_utc=True, task_serializer="json", accept_content=["json"],
-                result_expires=None)  # else beat adds celery.backend_cleanup, sent to the shared "celery" queue
+                result_expires=None)  # else beat sends its celery.backend_cleanup to the "celery" queue
 app.conf.beat_schedule = {
     name: {"task": "cw.record", "args": [name], "schedule": crontab(**kwargs),
            "options": {"queue": os.environ["CW_BENCH_QUEUE"]}}
