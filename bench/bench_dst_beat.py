@@ -156,6 +156,7 @@ def faked(folder: Path, start: datetime, speed: int) -> dict[str, str]:
 
 def cronwright_config(folder: Path, queue: str) -> Path:
     (folder / "secrets.env").write_text(f"FLEET_BROKER={RABBITMQ}\n")
+    (folder / "secrets.env").chmod(0o600)
     seeds = "".join(
         f"""
 [[seed]]
