@@ -38,6 +38,17 @@ def wake_local_nodes(store: Store) -> int:
     return woken
 
 
+def is_alive(pid: int) -> bool:
+    """Whether a process of this pid runs (one of another user's counts: it cannot be signalled, but is)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _is_cronwright(pid: int) -> bool:
     """Only a process that still runs cronwright is signalled: a pid may have been reused since its beat."""
     try:

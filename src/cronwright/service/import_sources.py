@@ -80,18 +80,25 @@ def _sqlalchemy(what: str) -> Any:
 def _job_rows(url: str, table: str) -> list[tuple[str, bytes]]:
     """(id, job_state) of every row of APScheduler 3's job table, read with SQL (SQLAlchemy's URL forms)."""
     sqlalchemy = _sqlalchemy("an APScheduler job store")
+    jobs = sqlalchemy.table(table, sqlalchemy.column("id"), sqlalchemy.column("job_state"))
+    rows = _select(
+        url, sqlalchemy.select(jobs.c.id, jobs.c.job_state).order_by(jobs.c.id), f"the job table {table!r}"
+    )
+    return [(str(job_id), bytes(state)) for job_id, state in rows]
+
+
+def _select(url: str, query: Any, what: str) -> list[Any]:
+    """The rows of one query on the database at `url`; its connections closed whatever happens."""
+    sqlalchemy = _sqlalchemy(what)
     try:
         engine = sqlalchemy.create_engine(url)
-        jobs = sqlalchemy.table(table, sqlalchemy.column("id"), sqlalchemy.column("job_state"))
-        with engine.connect() as connection:
-            rows = connection.execute(sqlalchemy.select(jobs.c.id, jobs.c.job_state).order_by(jobs.c.id))
-            found = [(str(job_id), bytes(state)) for job_id, state in rows]
-        engine.dispose()
+        try:
+            with engine.connect() as connection:
+                return list(connection.execute(query))
+        finally:
+            engine.dispose()
     except sqlalchemy.exc.SQLAlchemyError as error:
-        raise ConfigError(
-            f"cannot read the job table {table!r}: {error.__class__.__name__}: {error}"
-        ) from error
-    return found
+        raise ConfigError(f"cannot read {what}: {error.__class__.__name__}: {error}") from error
 
 
 # Every periodic task with its schedule's columns; the names are django-celery-beat's (its models.py and
@@ -115,16 +122,8 @@ def _periodic_tasks(url: str) -> list[dict[str, Any]]:
     """django-celery-beat's periodic tasks, each with its schedule's columns, read with SQL from the Django
     database at `url` (SQLAlchemy's URL forms; on PostgreSQL, a schema by `?options=-csearch_path=NAME`)."""
     sqlalchemy = _sqlalchemy("django-celery-beat's tables")
-    try:
-        engine = sqlalchemy.create_engine(url)
-        with engine.connect() as connection:
-            found = [dict(row._mapping) for row in connection.execute(sqlalchemy.text(_PERIODIC_TASKS))]
-        engine.dispose()
-    except sqlalchemy.exc.SQLAlchemyError as error:
-        raise ConfigError(
-            f"cannot read django-celery-beat's tables: {error.__class__.__name__}: {error}"
-        ) from error
-    return found
+    rows = _select(url, sqlalchemy.text(_PERIODIC_TASKS), "django-celery-beat's tables")
+    return [dict(row._mapping) for row in rows]
 
 
 def _celery(source: str) -> Batch:

@@ -18,6 +18,7 @@ from cronwright.fronts.cli import reload_file
 from cronwright.fronts.cli.exits import fail
 from cronwright.fronts.cli.group import cli
 from cronwright.fronts.cli.runtime import Runtime, pass_runtime
+from cronwright.fronts.wake import is_alive
 
 ANSWER_WITHIN = 60.0  # seconds: a reload describes python modules again, in workers
 
@@ -37,7 +38,7 @@ def reload_config(runtime: Runtime) -> None:
         )
     published_at = reload_file.path_for(str(path))
     before = reload_file.read(published_at)
-    if before is None or not _alive(before.pid):
+    if before is None or not is_alive(before.pid):
         fail(f"no running `cronwright serve` of {path.resolve()} (it publishes {published_at} as it starts)")
     os.kill(before.pid, signal.SIGHUP)
     deadline = time.monotonic() + ANSWER_WITHIN
@@ -53,13 +54,3 @@ def reload_config(runtime: Runtime) -> None:
             return
         time.sleep(0.05)  # a short-lived verb waiting for another process's answer
     fail(f"the serve (pid {before.pid}) did not say within {ANSWER_WITHIN:.0f}s how its reload went")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

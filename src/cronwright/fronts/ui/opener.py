@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from cronwright.fronts.ui.links import Published, issue, key_file, read
+from cronwright.fronts.wake import is_alive
 
 
 class NoServe(Exception):
@@ -27,7 +28,7 @@ def find_serve(store_url: str, listen: str, folder: Path | None = None) -> Publi
             f"no running `cronwright serve` of this config has published a dashboard ({path} is missing):"
             " start `cronwright serve` with this config first"
         )
-    if not _alive(published.pid):
+    if not is_alive(published.pid):
         raise NoServe(f"the serve that published {path} (pid {published.pid}) is no longer running")
     try:
         answer = httpx.get(f"{published.url}/healthz", timeout=5)
@@ -51,13 +52,3 @@ def open_browser(url: str) -> bool:
         return webbrowser.open(url, new=2)
     except Exception:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
