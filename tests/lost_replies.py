@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cronwright.core.audit import AuditEntry
-from cronwright.core.model import Job, Run
-from cronwright.core.notifications import Notification
+from cronwright.core.model import Job
 from cronwright.errors import StoreError
+from cronwright.store.base import Saved, WriteSet
 from cronwright.store.memory import MemoryStore
 
 
@@ -24,14 +24,8 @@ class LostReplies(MemoryStore):
     unreachable = False
     finds_fail = False  # reads by name fail too while unreachable (after a lost insert)
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
-        written = super().save(jobs, runs, audit, notes)
+    def save(self, writes: WriteSet) -> Saved[bool]:
+        written = super().save(writes)
         self._lost()
         return written
 

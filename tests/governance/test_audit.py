@@ -14,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from conftest import Harness
 from cronwright.core.sources import Source
 from cronwright.service.seeds import upsert_seeds
+from cronwright.store.base import WriteSet
 from protocol.support import agent, create
 from serving import Live, bearer
 
@@ -131,12 +132,13 @@ def test_a_lost_race_writes_no_entry(harness: Harness) -> None:
     harness.create("report", {"cron": "0 10 * * *"})
     job = harness.service.store.find("report")
     assert job is not None
-    harness.service.store.save([job.evolve(occurrences=9)])  # another writer moved the row on
+    harness.service.store.save(WriteSet([job.evolve(occurrences=9)]))  # another writer moved the row on
     entry = harness.service.entry("pause", {}, AGENT, job, job)
 
-    written = harness.service.store.save([job.evolve(occurrences=1)], audit=[entry])
+    changed = job.evolve(occurrences=1)
+    written = harness.service.store.save(WriteSet([changed], audit=[entry]))
 
-    assert [w.value for w in written] == ["lost"]
+    assert written.of(changed).value == "lost"
     assert [e["action"] for e in entries(harness)] == ["create"]
 
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from conftest import BERLIN, Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.core.audit import AuditEntry
-from cronwright.core.model import Job, Outcome, Run
+from cronwright.core.model import Job, Outcome
 from cronwright.core.notifications import Notification, Transition
 from cronwright.errors import StoreError
 from cronwright.notify.alerting import Alerting
 from cronwright.notify.rules import Rule
-from cronwright.store.base import Backend
+from cronwright.store.base import Backend, Saved, WriteSet
 from cronwright.store.memory import MemoryStore
 from cronwright.store.sqlite import SqliteStore
 
@@ -162,16 +161,10 @@ def test_a_peer_recovering_a_dead_nodes_runs_alerts_node_down_once(
 class Breaking(MemoryStore):
     broken = False
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().save(jobs, runs, audit, notes)
+        return super().save(writes)
 
     def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]:
         if self.broken:

@@ -10,16 +10,13 @@ outcome again on the row as it is, not take the row for a claim it never started
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
-from cronwright.core.audit import AuditEntry
-from cronwright.core.model import Job, Outcome, Run
-from cronwright.core.notifications import Notification
+from cronwright.core.model import Job, Outcome
 from cronwright.errors import StoreError
+from cronwright.store.base import Saved, WriteSet
 from cronwright.store.memory import MemoryStore
 
 
@@ -28,20 +25,14 @@ class WritesCut(MemoryStore):
 
     cut = False
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
         if self.cut:
             raise StoreError("the connection to the store was cut")
-        return super().save(jobs, runs, audit, notes)
+        return super().save(writes)
 
     def peer_writes(self, job: Job) -> None:
         """A write by another node, which still reaches the store."""
-        assert super().save([job]) == [True]
+        assert super().save(WriteSet([job])).of(job)
 
 
 @pytest.fixture

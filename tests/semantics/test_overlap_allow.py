@@ -12,6 +12,7 @@ from conftest import Harness, ScriptedRunner, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.events import EventKind
 from cronwright.core.model import InFlight, Job, Occurrence, Result, State
+from cronwright.store.base import WriteSet
 from cronwright.store.sqlite import SqliteStore
 from lost_replies import LostReplies
 
@@ -244,7 +245,7 @@ def test_rows_held_for_attempts_this_node_never_claimed_are_recorded_interrupted
         state=State.RUNNING, in_flight=first, alongside=(second,), occurrences=2, overlapped=1,
         next_run_at=at("2026-03-02T09:03:00+01:00"),
     )  # fmt: skip
-    assert store.save([stranded]) == [True]  # the backend itself: True when it landed
+    assert store.save(WriteSet([stranded])).of(stranded)  # the backend itself: True when it landed
     harness.clock.set(at("2026-03-02T09:02:05+01:00"))
     harness.node.boot()
     harness.clock.set(at("2026-03-02T09:02:20+01:00"))

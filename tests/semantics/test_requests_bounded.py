@@ -28,7 +28,7 @@ from cronwright.clock import ManualClock
 from cronwright.core.model import Outcome, Run, State
 from cronwright.core.sources import Source, operator
 from cronwright.notify.gauges import AlertGauges
-from cronwright.store.base import Backend
+from cronwright.store.base import Backend, WriteSet
 from cronwright.store.codec import Decoded
 from cronwright.store.postgres import PostgresStore
 from cronwright.store.sqlite import SqliteStore
@@ -141,10 +141,11 @@ def _history(store: Backend) -> None:
         if owner is not None
         for when in range(3)
     ]
-    store.save([], runs)
+    store.save(WriteSet(runs=runs))
     first = store.find("agent-job")
     assert first is not None
-    assert store.save([first.evolve(backfill=(start, start + hour))]) == [True]
+    queued = first.evolve(backfill=(start, start + hour))
+    assert store.save(WriteSet([queued])).of(queued)
 
 
 class _no_schema:

@@ -16,6 +16,7 @@ from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Job, Outcome
 from cronwright.node import drive
+from cronwright.store.base import WriteSet
 from lost_replies import LostReplies
 
 
@@ -212,7 +213,8 @@ def test_a_claim_given_back_after_a_peer_moved_the_row_on_counts_each_instant_on
     row = store.get(1)
     assert row is not None and row.in_flight is not None and row.in_flight.fire_id == "1-1"
     # A peer, seeing 1-1 run here, skips 09:02 for overlap.
-    assert store.save([row.evolve(skipped_overlap=1, next_run_at=at("2026-03-02T09:03:00+01:00"))]) == [True]
+    skipped = row.evolve(skipped_overlap=1, next_run_at=at("2026-03-02T09:03:00+01:00"))
+    assert store.save(WriteSet([skipped])).of(skipped)
 
     lossy.clock.set(at("2026-03-02T09:02:20+01:00"))
     assert lossy.node.run_pass().fired == []  # 09:02 was decided: it never runs now

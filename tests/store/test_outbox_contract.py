@@ -12,6 +12,7 @@ from cronwright.errors import StoreError
 from cronwright.notify.plan import after_failure, after_success, digest_of
 from cronwright.notify.rules import Rule, notifications_for
 from cronwright.store import Store, Write
+from cronwright.store.base import WriteSet
 
 __all__ = ["backend", "store"]  # the fixtures, used by name
 
@@ -29,10 +30,11 @@ def test_a_notification_lands_with_its_jobs_write_and_a_second_detection_adds_no
     stored = store.insert(job())
     made = notes(stored.id)
 
-    assert store.save([stored.evolve(consecutive_failures=1)], [run(stored.id, "f-1")], notes=made) == [
-        Write.DURABLE
-    ]
-    store.save([], notes=notes(stored.id))  # another node detected the same transition
+    failed = stored.evolve(consecutive_failures=1)
+    assert (
+        store.save(WriteSet([failed], runs=[run(stored.id, "f-1")], notes=made)).of(failed) is Write.DURABLE
+    )
+    store.save(WriteSet(notes=notes(stored.id)))  # another node detected the same transition
 
     rows = store.page(10)
     assert sorted(row.id for row in rows) == sorted(item.id for item in made)
@@ -46,9 +48,10 @@ def test_a_notification_lands_with_its_jobs_write_and_a_second_detection_adds_no
 
 def test_a_notification_about_a_job_whose_write_lost_its_race_is_not_written(store: Store) -> None:
     stored = store.insert(job())
-    store.save([stored.evolve(name="renamed")])  # another writer moved the row on
+    store.save(WriteSet([stored.evolve(name="renamed")]))  # another writer moved the row on
 
-    assert store.save([stored.evolve(consecutive_failures=1)], notes=notes(stored.id)) == [Write.LOST]
+    failed = stored.evolve(consecutive_failures=1)
+    assert store.save(WriteSet([failed], notes=notes(stored.id))).of(failed) is Write.LOST
     assert store.page(10) == []
 
 
@@ -58,7 +61,8 @@ def test_a_failed_save_keeps_its_notifications_in_memory_and_writes_them_with_th
     lossy_store, lossy = backend.open_lossy()
     stored = lossy_store.insert(job())
     lossy.fail = 1
-    assert lossy_store.save([stored.evolve(consecutive_failures=1)], notes=notes(stored.id)) == [Write.KEPT]
+    failed = stored.evolve(consecutive_failures=1)
+    assert lossy_store.save(WriteSet([failed], notes=notes(stored.id))).of(failed) is Write.KEPT
     assert lossy_store.page(10) == []
 
     lossy_store.flush()

@@ -29,6 +29,7 @@ from cronwright.node import drive
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
 from cronwright.store import open_store
+from cronwright.store.base import WriteSet
 from cronwright.store.codec import encode, run_data
 from cronwright.store.postgres import SKEW_WARNING, PostgresStore, quoted, schema_version, upgrade
 from cronwright.store.resilient import ResilientStore
@@ -206,9 +207,13 @@ def test_two_stores_saving_one_read_let_exactly_one_win(open_: Callable[..., Pos
     one, two = open_(), open_()
     stored = one.insert(job())
 
-    results = race(8, lambda index: (one if index % 2 else two).save([stored.evolve(occurrences=index)]))
+    def save(index: int) -> bool:
+        changed = stored.evolve(occurrences=index)
+        return (one if index % 2 else two).save(WriteSet([changed])).of(changed)
 
-    assert sorted(results, key=str) == [[False]] * 7 + [[True]]
+    results = race(8, save)
+
+    assert sorted(results, key=str) == [False] * 7 + [True]
     current = two.get(stored.id)
     assert current is not None and current.version == 2
 
@@ -223,7 +228,9 @@ def test_nodes_claiming_overlapping_batches_each_win_a_job_once_and_never_deadlo
 
     def claim(index: int) -> list[bool]:
         batch = reads[index] if index % 2 else reads[index][::-1]  # opposite orders: the deadlock risk
-        return stores[index].save([due.evolve(state=State.RUNNING, occurrences=1) for due in batch])
+        claims = [due.evolve(state=State.RUNNING, occurrences=1) for due in batch]
+        written = stores[index].save(WriteSet(claims))
+        return [written.of(claim) for claim in claims]
 
     results = race(3, claim)
 
@@ -275,7 +282,7 @@ def test_a_store_starts_no_thread_of_its_own(open_: Callable[..., PostgresStore]
     store = open_()
     stored = store.insert(job())
     race(4, lambda index: store.get(stored.id))  # several connections in use at once
-    store.save([stored.evolve(occurrences=1)])
+    store.save(WriteSet([stored.evolve(occurrences=1)]))
     store.beat("node", T0)
     assert store.due(T0, 10)
 
@@ -288,7 +295,7 @@ def test_a_store_starts_no_thread_of_its_own(open_: Callable[..., PostgresStore]
 def held(store: PostgresStore, name: str, node: str) -> Job:
     stored = store.insert(job(name))
     running = stored.evolve(state=State.RUNNING, in_flight=InFlight("f1", T0, 1, T0, node))
-    assert store.save([running]) == [True]
+    assert store.save(WriteSet([running])).of(running)
     return running
 
 
@@ -354,6 +361,26 @@ def test_lease_left_is_measured_on_the_databases_clock(open_: Callable[..., Post
     for clock in (now, now + timedelta(hours=1), now - timedelta(days=2)):
         left = watcher.lease_left(clock, timedelta(seconds=45), "node-watcher")
         assert left is not None and timedelta(seconds=10) < left <= timedelta(seconds=15)
+
+
+def test_a_peers_running_row_that_cannot_be_read_is_no_lease_to_wait_for(
+    open_: Callable[..., PostgresStore], url: str
+) -> None:
+    store = open_()
+    running = held(store, "broken", "node-peer")
+    store.beat("node-peer", datetime.now(UTC))
+    assert store.lease_left(datetime.now(UTC), timedelta(seconds=45), "node-me") is not None
+    with pg.connect(url) as connection:  # a hand edit behind the store's back
+        connection.execute(
+            sql.SQL("UPDATE {}.jobs SET data = '{{\"name\": 1}}'::jsonb WHERE id = %s").format(
+                sql.Identifier(store.schema)
+            ),
+            (running.id,),
+        )
+
+    assert store.held("node-peer") == []  # a read of many rows leaves it out, and notes it
+    assert list(store.unreadable) == [running.id]
+    assert store.lease_left(datetime.now(UTC), timedelta(seconds=45), "node-me") is None
 
 
 def test_a_create_waiting_for_another_nodes_section_never_holds_up_this_nodes_passes(
@@ -432,9 +459,11 @@ def test_a_change_made_by_another_store_wakes_a_watcher(open_: Callable[..., Pos
     assert woke.acquire(timeout=10)
     assert not woke.acquire(blocking=False)
 
-    assert writer.save([stored.evolve(occurrences=1)]) == [True]
+    first = stored.evolve(occurrences=1)
+    assert writer.save(WriteSet([first])).of(first)
     assert woke.acquire(timeout=10)
-    assert writer.save([stored.evolve(occurrences=2)]) == [False]  # a write that lost changes nothing
+    second = stored.evolve(occurrences=2)
+    assert not writer.save(WriteSet([second])).of(second)  # a write that lost changes nothing
     writer.delete(stored.id)
     assert woke.acquire(timeout=10)
     assert not woke.acquire(blocking=False)
@@ -666,11 +695,12 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     theirs = store.insert(job("theirs", created_by="other"))
     store.delete(gone.id)
     store.save(
-        [],
-        [
-            Run(owner.id, owner.name, f"f-{owner.name}", 1, T0, T0, T0, Outcome.OK, "", 0, "n")
-            for owner in (mine, theirs)
-        ],
+        WriteSet(
+            runs=[
+                Run(owner.id, owner.name, f"f-{owner.name}", 1, T0, T0, T0, Outcome.OK, "", 0, "n")
+                for owner in (mine, theirs)
+            ]
+        )
     )
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, schema version 1.

@@ -3,15 +3,14 @@ included."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from cronwright.core.audit import AuditEntry
 from cronwright.core.events import MemorySink
-from cronwright.core.model import AtSchedule, Job, Run, State
-from cronwright.core.notifications import Notification
+from cronwright.core.model import AtSchedule, Job, State
 from cronwright.errors import StoreError
 from cronwright.store import MemoryStore
+from cronwright.store.base import Saved, WriteSet
 from cronwright.store.resilient import ResilientStore, Write
 
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
@@ -22,16 +21,10 @@ class Failing(MemoryStore):
 
     broken = False
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
         if self.broken:
             raise StoreError("the disk is full")
-        return super().save(jobs, runs, audit, notes)
+        return super().save(writes)
 
     def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         if self.broken:
@@ -66,7 +59,7 @@ def test_a_job_kept_in_memory_counts_and_lists_as_the_reads_see_it() -> None:
 
     inner.broken = True
     ended = ending.evolve(state=State.DONE, next_run_at=None)
-    assert store.save([ended]) == [Write.KEPT]
+    assert store.save(WriteSet([ended])).of(ended) is Write.KEPT
     store.delete(going.id)  # leaves a tombstone
 
     assert inner.count_live("agent") == 3  # the store itself has not heard of either
@@ -87,7 +80,7 @@ def test_get_many_sees_kept_writes_and_hides_failed_deletes() -> None:
 
     inner.broken = True
     changed = kept.evolve(state=State.DONE, next_run_at=None)
-    assert store.save([changed]) == [Write.KEPT]
+    assert store.save(WriteSet([changed])).of(changed) is Write.KEPT
     store.delete(going.id)  # leaves a tombstone
 
     ids = [kept.id, plain.id, going.id]
@@ -105,7 +98,8 @@ def test_pages_of_jobs_follow_the_names_and_states_the_reads_see() -> None:
     inner.broken = True
     renamed = made["a"].evolve(name="e")  # kept in memory: the stored row still says "a"
     ended = made["c"].evolve(state=State.DONE, next_run_at=None)
-    assert store.save([renamed, ended]) == [Write.KEPT, Write.KEPT]
+    written = store.save(WriteSet([renamed, ended]))
+    assert written.of(renamed) is written.of(ended) is Write.KEPT
     store.delete(made["b"].id)  # leaves a tombstone
 
     assert [found.name for found in store.jobs(limit=2)] == ["c", "d"]

@@ -23,6 +23,7 @@ import pytest
 from cronwright.core.model import EverySchedule, Job, Outcome, Run, State
 from cronwright.errors import ConfigError, NameTaken, StoreCorrupt, StoreError
 from cronwright.store import MemoryStore, SqliteStore, open_store
+from cronwright.store.base import WriteSet
 from cronwright.store.sqlite import APPLICATION_ID, schema_version
 
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
@@ -140,7 +141,7 @@ def test_what_was_written_survives_a_reopen_and_ids_are_never_reused(path: Path)
     kept = first.insert(job("kept"))
     gone = first.insert(job("gone"))
     first.delete(gone.id)
-    first.save([], [run(kept.id, "fire-1")])
+    first.save(WriteSet(runs=[run(kept.id, "fire-1")]))
     first.close()
 
     second = SqliteStore(path)
@@ -299,13 +300,16 @@ def fail_every_file_write(action: Callable[[], Result]) -> Result | Exception:
 def test_a_failing_disk_fails_the_save_whole_and_the_store_recovers(store: SqliteStore) -> None:
     stored = store.insert(job())
 
-    failed = fail_every_file_write(lambda: store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]))
+    failed = fail_every_file_write(
+        lambda: store.save(WriteSet([stored.evolve(occurrences=1)], runs=[run(stored.id, "f1")]))
+    )
 
     assert isinstance(failed, StoreError)
     assert isinstance(failed.__cause__, sqlite3.OperationalError)
     assert store.get(stored.id) == stored
     assert store.runs() == []
-    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]) == [True]
+    changed = stored.evolve(occurrences=1)
+    assert store.save(WriteSet([changed], runs=[run(stored.id, "f1")])).of(changed)
     assert [found.fire_id for found in store.runs()] == ["f1"]
 
 
@@ -313,7 +317,7 @@ def test_a_failing_disk_fails_the_save_whole_and_the_store_recovers(store: Sqlit
     "mutation",
     [
         pytest.param(lambda store, stored: store.insert(job("another")), id="insert"),
-        pytest.param(lambda store, stored: store.save([stored]), id="save"),
+        pytest.param(lambda store, stored: store.save(WriteSet([stored])), id="save"),
         pytest.param(lambda store, stored: store.delete(stored.id), id="delete"),
         pytest.param(lambda store, stored: store.beat("node-a", T0), id="beat"),
         pytest.param(lambda store, stored: store.forget("node-a"), id="forget"),
@@ -341,7 +345,7 @@ def test_a_rename_onto_a_live_name_is_refused_whole(store: SqliteStore) -> None:
     mover = store.insert(job("mover"))
 
     with pytest.raises(NameTaken, match="taken"):
-        store.save([mover.evolve(name="taken")], [run(mover.id, "f1")])
+        store.save(WriteSet([mover.evolve(name="taken")], runs=[run(mover.id, "f1")]))
 
     assert store.jobs() == [mover, taken]
     assert store.runs() == []
@@ -370,7 +374,8 @@ def claim_in_passes(path: str, passes: int, gate: Barrier, wins: Queue[Any]) -> 
     for _ in range(passes):
         gate.wait(timeout=60)
         for due in store.due(T0, 100):
-            if store.save([due.evolve(occurrences=due.occurrences + 1)]) == [True]:
+            fired = due.evolve(occurrences=due.occurrences + 1)
+            if store.save(WriteSet([fired])).of(fired):
                 won.append((due.id, due.version))
     store.close()
     wins.put(won)
@@ -442,7 +447,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
     gone = store.insert(job("gone", created_by="agent"))
     theirs = store.insert(job("theirs", created_by="other"))
     store.delete(gone.id)
-    store.save([], [run(mine.id, "f-mine"), run(theirs.id, "f-theirs")])
+    store.save(WriteSet(runs=[run(mine.id, "f-mine"), run(theirs.id, "f-theirs")]))
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, user_version 1.
     with sqlite3.connect(path) as connection:
@@ -481,7 +486,7 @@ def test_a_rename_onto_a_live_name_among_other_jobs_refuses_the_whole_save(store
     one, two, three = (store.insert(job(name)) for name in ("one", "two", "three"))
 
     with pytest.raises(NameTaken, match="'two'"):
-        store.save([one.evolve(occurrences=1), three.evolve(name="two"), two.evolve(occurrences=1)])
+        store.save(WriteSet([one.evolve(occurrences=1), three.evolve(name="two"), two.evolve(occurrences=1)]))
 
     assert [store.get(found.id) for found in (one, two, three)] == [one, two, three]
 
@@ -492,7 +497,9 @@ def test_the_counters_stay_equal_to_the_rows_through_writes_and_hand_edits(store
     made = [
         store.insert(job(f"j{index}", created_by="agent" if index % 3 else "other")) for index in range(9)
     ]
-    store.save([made[0].evolve(state=State.PAUSED), made[1].evolve(state=State.EXPIRED, next_run_at=None)])
+    store.save(
+        WriteSet([made[0].evolve(state=State.PAUSED), made[1].evolve(state=State.EXPIRED, next_run_at=None)])
+    )
     store.delete(made[2].id)
     connection = connection_of(store)
     with connection:

@@ -36,9 +36,9 @@ from cronwright.core.model import (
     Schedule,
     State,
 )
-from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
 from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
+from cronwright.store.base import Saved, WriteSet
 from cronwright.timing.cron_set import CronSet
 
 DURABLE, LOST = Write.DURABLE, Write.LOST
@@ -93,17 +93,11 @@ class LostReplies:
         self._lost()
         return stored
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
         if self.fail:
             self.fail -= 1
             raise StoreError("the disk is full")
-        written = self._inner.save(jobs, runs, audit, notes)
+        written = self._inner.save(writes)
         self._lost()
         return written
 
@@ -189,6 +183,12 @@ def running(stored: Job, node: str | None, retry_at: datetime | None = None) -> 
     """`stored` claimed by `node` (or, with node None, waiting for a retry at `retry_at`)."""
     flight = InFlight("fire-1", T0, 1, T0, node, retry_at=retry_at)
     return stored.evolve(state=State.RUNNING, in_flight=flight)
+
+
+def outcomes(store: Store, writes: WriteSet, *, keep: bool = True) -> list[Write]:
+    """What became of each write of `writes` (its jobs, then its claims), asked of each job in turn."""
+    saved = store.save(writes, keep=keep)
+    return [saved.of(job) for job in writes.writes]
 
 
 def race(count: int, action: Callable[[int], object]) -> list[object]:
@@ -320,7 +320,7 @@ def test_an_exclusive_section_holds_off_another_handles_until_it_ends(backend: C
 
 def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(store: Store) -> None:
     stored = store.insert(job("nightly"))
-    store.save([stored], [run(stored.id, "fire-1")])
+    store.save(WriteSet([stored], runs=[run(stored.id, "fire-1")]))
     current = store.get(stored.id)
     assert current is not None
 
@@ -330,8 +330,10 @@ def test_a_call_that_fails_inside_an_exclusive_section_leaves_nothing_of_itself(
             # The job write would succeed; the run was recorded already, differently, so the whole
             # save is refused.
             store.inner.save(
-                [current.evolve(occurrences=9)],
-                [run(stored.id, "fire-1", finished=T0 + timedelta(seconds=1))],
+                WriteSet(
+                    [current.evolve(occurrences=9)],
+                    runs=[run(stored.id, "fire-1", finished=T0 + timedelta(seconds=1))],
+                )
             )
 
     assert store.get(kept.id) == kept  # the section's other work stands
@@ -377,7 +379,7 @@ def test_delete_frees_the_name_but_never_the_id(store: Store) -> None:
 
 def test_delete_keeps_the_history_of_the_job(store: Store) -> None:
     stored = store.insert(job())
-    store.save([], [run(stored.id, "fire-1")])
+    store.save(WriteSet(runs=[run(stored.id, "fire-1")]))
 
     store.delete(stored.id)
 
@@ -391,15 +393,15 @@ def test_save_writes_the_read_version_and_stores_it_plus_one(store: Store) -> No
     stored = store.insert(job())
     changed = stored.evolve(occurrences=1, next_run_at=T0 + timedelta(days=1))
 
-    assert store.save([changed]) == [DURABLE]
+    assert outcomes(store, WriteSet([changed])) == [DURABLE]
     assert store.get(stored.id) == changed.evolve(version=2)
 
 
 def test_save_of_a_stale_version_writes_nothing(store: Store) -> None:
     stored = store.insert(job())
-    store.save([stored.evolve(occurrences=1)])
+    store.save(WriteSet([stored.evolve(occurrences=1)]))
 
-    assert store.save([stored.evolve(occurrences=99, name="renamed")]) == [LOST]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=99, name="renamed")])) == [LOST]
     current = store.get(stored.id)
     assert current is not None
     assert (current.occurrences, current.name, current.version) == (1, "nightly", 2)
@@ -409,7 +411,7 @@ def test_save_of_a_stale_version_writes_nothing(store: Store) -> None:
 def test_racing_saves_of_one_read_let_exactly_one_win(store: Store) -> None:
     stored = store.insert(job())
 
-    results = race(8, lambda index: store.save([stored.evolve(occurrences=index)]))
+    results = race(8, lambda index: outcomes(store, WriteSet([stored.evolve(occurrences=index)])))
 
     assert sorted(results, key=str) == [[DURABLE]] + [[LOST]] * 7
     current = store.get(stored.id)
@@ -420,7 +422,7 @@ def test_save_of_a_deleted_or_unknown_job_writes_nothing(store: Store) -> None:
     stored = store.insert(job(dedupe_key="nightly-backup"))
     store.delete(stored.id)
 
-    assert store.save([stored.evolve(occurrences=1), stored.evolve(id=12345)]) == [LOST, LOST]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1), stored.evolve(id=12345)])) == [LOST, LOST]
     assert store.get(stored.id) is None
     assert store.get(12345) is None
     assert store.with_dedupe_key("nightly-backup") == [(stored, True)]
@@ -429,9 +431,12 @@ def test_save_of_a_deleted_or_unknown_job_writes_nothing(store: Store) -> None:
 def test_save_answers_per_job(store: Store) -> None:
     fresh = store.insert(job("fresh"))
     stale = store.insert(job("stale"))
-    store.save([stale])
+    store.save(WriteSet([stale]))
 
-    assert store.save([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)]) == [DURABLE, LOST]
+    assert outcomes(store, WriteSet([fresh.evolve(occurrences=3), stale.evolve(occurrences=3)])) == [
+        DURABLE,
+        LOST,
+    ]
 
 
 def test_a_job_twice_in_one_save_is_written_once_by_the_version_read(store: Store) -> None:
@@ -439,8 +444,9 @@ def test_a_job_twice_in_one_save_is_written_once_by_the_version_read(store: Stor
     stored = store.insert(job())
     other = store.insert(job("other"))
 
-    written = store.save(
-        [stored.evolve(occurrences=1), other.evolve(occurrences=5), stored.evolve(occurrences=2)]
+    written = outcomes(
+        store,
+        WriteSet([stored.evolve(occurrences=1), other.evolve(occurrences=5), stored.evolve(occurrences=2)]),
     )
 
     assert written == [DURABLE, DURABLE, LOST]
@@ -452,7 +458,7 @@ def test_save_appends_runs_even_when_the_job_write_fails(store: Store) -> None:
     stored = store.insert(job())
     store.delete(stored.id)
 
-    written = store.save([stored.evolve(state=State.DONE)], [run(stored.id, "fire-late")])
+    written = outcomes(store, WriteSet([stored.evolve(state=State.DONE)], runs=[run(stored.id, "fire-late")]))
 
     assert written == [LOST]
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["fire-late"]
@@ -469,8 +475,8 @@ def test_runs_come_back_whole_and_newest_first(store: Store) -> None:
         run(two.id, "f2", finished=T0 + timedelta(minutes=1), name="two"),
         run(one.id, "f3", finished=T0 + timedelta(minutes=2)),
     ]
-    store.save([], recorded[:2])
-    store.save([], recorded[2:])
+    store.save(WriteSet(runs=recorded[:2]))
+    store.save(WriteSet(runs=recorded[2:]))
 
     assert without_ids(store.runs()) == recorded[::-1]
     assert without_ids(store.runs(one.id)) == [recorded[2], recorded[0]]
@@ -487,9 +493,9 @@ def test_runs_have_ids_and_page_on_before_in_the_historys_order(store: Store) ->
     one = store.insert(job("one"))
     two = store.insert(job("two"))
     # Finished out of the order they are written in, and two at the same instant (the id breaks the tie).
-    store.save([], [run(one.id, "a", finished=T0 + timedelta(minutes=2))])
-    store.save([], [run(two.id, "b", finished=T0, name="two"), run(one.id, "c", finished=T0)])
-    store.save([], [run(one.id, "d", finished=T0 + timedelta(minutes=1))])
+    store.save(WriteSet(runs=[run(one.id, "a", finished=T0 + timedelta(minutes=2))]))
+    store.save(WriteSet(runs=[run(two.id, "b", finished=T0, name="two"), run(one.id, "c", finished=T0)]))
+    store.save(WriteSet(runs=[run(one.id, "d", finished=T0 + timedelta(minutes=1))]))
 
     every = store.runs()
     assert [kept.fire_id for kept in every] == ["a", "d", "c", "b"]
@@ -506,7 +512,9 @@ def test_runs_have_ids_and_page_on_before_in_the_historys_order(store: Store) ->
 
 def test_retries_of_one_occurrence_are_separate_runs(store: Store) -> None:
     stored = store.insert(job())
-    store.save([], [run(stored.id, "f1", 1, T0), run(stored.id, "f1", 2, T0 + timedelta(seconds=30))])
+    store.save(
+        WriteSet(runs=[run(stored.id, "f1", 1, T0), run(stored.id, "f1", 2, T0 + timedelta(seconds=30))])
+    )
 
     assert [(kept.fire_id, kept.attempt) for kept in store.runs(stored.id)] == [("f1", 2), ("f1", 1)]
 
@@ -515,10 +523,10 @@ def test_history_is_pruned_to_the_newest_runs_of_each_job(backend: Case) -> None
     store = backend.open(run_history=3)
     busy = store.insert(job("busy"))
     quiet = store.insert(job("quiet"))
-    store.save([], [run(quiet.id, "q1", name="quiet")])
+    store.save(WriteSet(runs=[run(quiet.id, "q1", name="quiet")]))
 
     for minute in range(5):
-        store.save([], [run(busy.id, f"b{minute}", finished=T0 + timedelta(minutes=minute))])
+        store.save(WriteSet(runs=[run(busy.id, f"b{minute}", finished=T0 + timedelta(minutes=minute))]))
 
     assert [kept.fire_id for kept in store.runs(busy.id)] == ["b4", "b3", "b2"]
     assert [kept.fire_id for kept in store.runs(quiet.id)] == ["q1"]
@@ -529,12 +537,13 @@ def test_one_save_prunes_the_history_of_each_of_its_jobs(backend: Case) -> None:
     busy = store.insert(job("busy"))
     other = store.insert(job("other"))
     quiet = store.insert(job("quiet"))
-    store.save([], [run(quiet.id, "q1", name="quiet")])
+    store.save(WriteSet(runs=[run(quiet.id, "q1", name="quiet")]))
 
     store.save(
-        [],
-        [run(busy.id, f"b{n}", finished=T0 + timedelta(minutes=n)) for n in range(4)]
-        + [run(other.id, f"o{n}", finished=T0 + timedelta(minutes=n), name="other") for n in range(3)],
+        WriteSet(
+            runs=[run(busy.id, f"b{n}", finished=T0 + timedelta(minutes=n)) for n in range(4)]
+            + [run(other.id, f"o{n}", finished=T0 + timedelta(minutes=n), name="other") for n in range(3)]
+        )
     )
 
     assert [kept.fire_id for kept in store.runs(busy.id)] == ["b3", "b2"]
@@ -545,28 +554,28 @@ def test_one_save_prunes_the_history_of_each_of_its_jobs(backend: Case) -> None:
 def test_the_same_run_recorded_again_is_written_once_and_the_save_goes_on(store: Store) -> None:
     # A save replayed after its outcome was unknown (its COMMIT landed, its reply was lost) must not fail.
     stored = store.insert(job())
-    store.save([], [run(stored.id, "f1")])
+    store.save(WriteSet(runs=[run(stored.id, "f1")]))
 
-    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1"), run(stored.id, "f2")]) == [
-        DURABLE
-    ]
+    assert outcomes(
+        store, WriteSet([stored.evolve(occurrences=1)], runs=[run(stored.id, "f1"), run(stored.id, "f2")])
+    ) == [DURABLE]
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["f2", "f1"]
 
 
 def test_the_same_run_twice_in_one_save_is_written_once(store: Store) -> None:
     stored = store.insert(job())
 
-    store.save([], [run(stored.id, "f1"), run(stored.id, "f1")])
+    store.save(WriteSet(runs=[run(stored.id, "f1"), run(stored.id, "f1")]))
 
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["f1"]
 
 
 def test_a_different_record_of_a_recorded_attempt_is_a_double_run_naming_it(store: Store) -> None:
     stored = store.insert(job())
-    store.save([], [run(stored.id, "f1")])
+    store.save(WriteSet(runs=[run(stored.id, "f1")]))
 
     with pytest.raises(DoubleRun) as refused:  # the backend refuses the whole save
-        store.inner.save([], [run(stored.id, "f1", finished=T0 + timedelta(seconds=1))])
+        store.inner.save(WriteSet(runs=[run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]))
 
     assert refused.value.keys == [(stored.id, "f1", 1)]
     assert [kept.finished_at for kept in store.runs(stored.id)] == [T0]
@@ -577,21 +586,23 @@ def test_two_records_of_one_attempt_in_a_save_leave_the_second_out_and_the_rest_
     twice = [run(stored.id, "f1"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
 
     with pytest.raises(DoubleRun):  # the backend refuses it whole...
-        store.inner.save([stored.evolve(occurrences=1)], twice)
+        store.inner.save(WriteSet([stored.evolve(occurrences=1)], runs=twice))
     assert store.get(stored.id) == stored
     assert store.runs(stored.id) == []
 
     # ...so the node's store writes the rest, without the doubled attempt's records.
-    assert store.save([stored.evolve(occurrences=1)], [*twice, run(stored.id, "f2")]) == [DURABLE]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], runs=[*twice, run(stored.id, "f2")])) == [
+        DURABLE
+    ]
     assert [kept.fire_id for kept in store.runs(stored.id)] == ["f2"]
 
 
 def test_a_record_of_an_attempt_recorded_already_is_left_out_and_the_rest_written(store: Store) -> None:
     stored = store.insert(job())
-    store.save([], [run(stored.id, "f1")])
+    store.save(WriteSet(runs=[run(stored.id, "f1")]))
 
     again = [run(stored.id, "f2"), run(stored.id, "f1", finished=T0 + timedelta(seconds=1))]
-    assert store.save([stored.evolve(occurrences=1)], again) == [DURABLE]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], runs=again)) == [DURABLE]
 
     assert [(kept.fire_id, kept.finished_at) for kept in store.runs(stored.id)] == [("f2", T0), ("f1", T0)]
     assert store.persistence is not Persistence.DEGRADED
@@ -605,12 +616,14 @@ def test_a_save_whose_reply_was_lost_is_read_back_and_answered_as_written(backen
     finished, claimed = store.insert(job("finished")), store.insert(job("claimed"))
     lossy.lose = 1
 
-    written = store.save([finished.evolve(occurrences=1)], [run(finished.id, "f1")], claims=[claimed])
+    written = outcomes(
+        store, WriteSet([finished.evolve(occurrences=1)], runs=[run(finished.id, "f1")], claims=[claimed])
+    )
 
     assert written == [DURABLE, DURABLE]
     assert store.persistence is backend.persistence  # nothing waits in memory
     assert [kept.fire_id for kept in store.runs(finished.id)] == ["f1"]
-    assert store.save([], [run(finished.id, "f2")]) == []  # and nothing is sent again
+    assert outcomes(store, WriteSet(runs=[run(finished.id, "f2")])) == []  # and nothing is sent again
     assert [kept.fire_id for kept in store.runs(finished.id)] == ["f2", "f1"]
 
 
@@ -619,7 +632,7 @@ def test_a_claim_no_read_back_can_tell_is_unknown_and_kept_nowhere(backend: Case
     stored = store.insert(job())
     lossy.lose, lossy.dark_after = 1, True
 
-    assert store.save([], claims=[running(stored, "node-a")]) == [Write.UNKNOWN]
+    assert outcomes(store, WriteSet(claims=[running(stored, "node-a")])) == [Write.UNKNOWN]
 
     assert store.persistence is backend.persistence
     lossy.dark = False
@@ -631,7 +644,7 @@ def test_a_failed_save_read_back_as_not_landed_is_kept_and_its_claim_lost(backen
     finished, claimed = store.insert(job("finished")), store.insert(job("claimed"))
     lossy.fail = 1  # fails before it lands: the rows still have the versions they were read at
 
-    written = store.save([finished.evolve(occurrences=1)], claims=[running(claimed, "node-a")])
+    written = outcomes(store, WriteSet([finished.evolve(occurrences=1)], claims=[running(claimed, "node-a")]))
 
     assert written == [Write.KEPT, LOST]
     assert store.held("node-a") == []
@@ -645,7 +658,9 @@ def test_a_save_no_read_back_can_tell_is_kept_and_its_runs_replayed_once(backend
     stored = store.insert(job())
     lossy.lose, lossy.dark_after = 1, True
 
-    assert store.save([stored.evolve(occurrences=1)], [run(stored.id, "f1")]) == [Write.KEPT]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], runs=[run(stored.id, "f1")])) == [
+        Write.KEPT
+    ]
     assert store.persistence is Persistence.DEGRADED
     assert store.get(stored.id) == stored.evolve(occurrences=1)  # reads see the job kept in memory
 
@@ -691,9 +706,9 @@ def test_due_reads_each_state_by_its_wake_instant(store: Store) -> None:
     store.insert(job("done", state=State.DONE, next_run_at=None))
     retrying = store.insert(job("retrying"))
     retrying = running(retrying, None, retry_at=T0 + timedelta(minutes=1))
-    store.save([retrying])
+    store.save(WriteSet([retrying]))
     held = store.insert(job("held", next_run_at=None))
-    store.save([running(held, "node-a")])
+    store.save(WriteSet([running(held, "node-a")]))
     expiring = store.insert(job("expiring", next_run_at=None, ends_at=T0 + timedelta(minutes=2)))
 
     assert [found.name for found in store.due(T0 + timedelta(minutes=1), 10)] == ["retrying"]
@@ -719,7 +734,7 @@ def test_next_wake_is_the_earliest_wake_instant(store: Store) -> None:
     store.insert(job("second", next_run_at=T0 + timedelta(minutes=9)))
     assert store.next_wake() == T0 + timedelta(minutes=5)
 
-    store.save([first.evolve(next_run_at=T0 + timedelta(minutes=1))])
+    store.save(WriteSet([first.evolve(next_run_at=T0 + timedelta(minutes=1))]))
     assert store.next_wake() == T0 + timedelta(minutes=1)
 
 
@@ -744,7 +759,7 @@ def test_jobs_come_in_pages_after_a_name(store: Store) -> None:
     made = {
         name: store.insert(job(name)) for name in ("delta", "alpha", "Zulu", "charlie", "bravo", "éclair")
     }
-    store.save([made["charlie"].evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)])
+    store.save(WriteSet([made["charlie"].evolve(state=State.PAUSED, paused_by=PausedBy.OPERATOR)]))
 
     def by_name(found: list[Job]) -> list[str]:
         return [each.name for each in found]
@@ -779,7 +794,7 @@ def test_jobs_are_filtered_by_their_creator_in_the_store(store: Store) -> None:
 def test_the_creator_filter_sees_saves_and_reopens(backend: Case) -> None:
     one = backend.open()
     stored = one.insert(job("mine", created_by="agent"))
-    assert one.save([stored.evolve(occurrences=4)]) == [DURABLE]
+    assert outcomes(one, WriteSet([stored.evolve(occurrences=4)])) == [DURABLE]
 
     reader = backend.open() if backend.shared else one
     assert reader.jobs(created_by="agent") == [stored.evolve(occurrences=4, version=2)]
@@ -797,7 +812,7 @@ def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Stor
     gone = store.insert(job("gone", created_by="agent"))
     store.delete(gone.id)
     claim = running.evolve(state=State.RUNNING, in_flight=InFlight("f-1", T0, 1, T0, "node-a"))
-    assert store.save([claim]) == [DURABLE]
+    assert outcomes(store, WriteSet([claim])) == [DURABLE]
 
     assert store.count_live("agent") == 3
     assert store.count_live("other") == 1
@@ -808,7 +823,9 @@ def test_count_live_counts_a_creators_active_paused_and_running_jobs(store: Stor
 
     finishing = store.get(running.id)
     assert finishing is not None
-    assert store.save([finishing.evolve(state=State.DONE, in_flight=None, next_run_at=None)]) == [DURABLE]
+    assert outcomes(
+        store, WriteSet([finishing.evolve(state=State.DONE, in_flight=None, next_run_at=None)])
+    ) == [DURABLE]
     assert store.count_live("agent") == 2
 
 
@@ -840,11 +857,14 @@ def test_a_sources_counts_and_backfills_waiting_follow_each_change_as_decoding_w
     assert (store.counts("agent"), store.backfills_waiting("agent")) == decoded_counts(store, "agent")
 
     # The queue starts (it empties), a job is queued, one ends: the counts follow every save.
-    assert store.save([queued.evolve(backfill=()), active.evolve(backfill=(T0 - day,))]) == [DURABLE] * 2
+    assert (
+        outcomes(store, WriteSet([queued.evolve(backfill=()), active.evolve(backfill=(T0 - day,))]))
+        == [DURABLE] * 2
+    )
     assert store.backfills_waiting("agent") == 2
     started = store.get(active.id)
     assert started is not None
-    assert store.save([started.evolve(state=State.DONE, next_run_at=None)]) == [DURABLE]
+    assert outcomes(store, WriteSet([started.evolve(state=State.DONE, next_run_at=None)])) == [DURABLE]
     assert (store.counts("agent"), store.backfills_waiting("agent")) == decoded_counts(store, "agent")
     assert store.counts("agent")["done"] == 1
     assert sum(store.counts().values()) == sum(sum(store.counts(who).values()) for who in ("agent", "other"))
@@ -869,7 +889,7 @@ def test_a_sources_runs_are_its_jobs_not_deleted_newest_first_a_page_at_a_time(s
         run(owner.id, f"f-{index}", finished=T0 + index * second)
         for index, owner in enumerate([mine, theirs, also, gone, mine, theirs, also])
     ]
-    store.save([], runs)
+    store.save(WriteSet(runs=runs))
     store.delete(gone.id)
 
     newest = store.runs(created_by="agent")
@@ -928,7 +948,7 @@ def test_beats_renew_a_node_and_keep_its_start(store: Store) -> None:
 
 def test_a_node_that_beat_within_the_ttl_is_never_orphaned(store: Store) -> None:
     held = store.insert(job("held"))
-    store.save([running(held, "node-a")])
+    store.save(WriteSet([running(held, "node-a")]))
     store.beat("node-a", T0)
 
     assert store.orphans(T0 + timedelta(seconds=44), ttl=timedelta(seconds=45)) == []
@@ -941,7 +961,9 @@ def test_a_node_that_stopped_beating_leaves_its_runs_orphaned(store: Store) -> N
     dead = store.insert(job("dead"))
     alive = store.insert(job("alive"))
     never = store.insert(job("never"))
-    store.save([running(dead, "node-dead"), running(alive, "node-alive"), running(never, "node-never")])
+    store.save(
+        WriteSet([running(dead, "node-dead"), running(alive, "node-alive"), running(never, "node-never")])
+    )
     store.beat("node-dead", T0)
     store.beat("node-alive", T0 + timedelta(minutes=1))
 
@@ -956,11 +978,11 @@ def test_lease_left_is_the_oldest_peer_beat_plus_the_ttl(store: Store) -> None:
     first, second, mine = (store.insert(job(name)) for name in ("first", "second", "mine"))
     assert store.lease_left(T0, ttl, "node-me") is None  # nobody holds a run
 
-    store.save([running(mine, "node-me")])
+    store.save(WriteSet([running(mine, "node-me")]))
     store.beat("node-me", T0)
     assert store.lease_left(T0, ttl, "node-me") is None  # only the asking node does
 
-    store.save([running(first, "node-a"), running(second, "node-b")])
+    store.save(WriteSet([running(first, "node-a"), running(second, "node-b")]))
     store.beat("node-a", T0 + timedelta(seconds=20))
     store.beat("node-b", T0 + timedelta(seconds=5))
     assert store.lease_left(T0 + timedelta(seconds=30), ttl, "node-me") == timedelta(seconds=20)
@@ -974,10 +996,10 @@ def test_lease_left_is_the_oldest_peer_beat_plus_the_ttl(store: Store) -> None:
 def test_lease_left_is_none_for_a_waiting_retry_and_zero_for_a_holder_that_never_beat(store: Store) -> None:
     ttl = timedelta(seconds=45)
     waiting, held = store.insert(job("waiting")), store.insert(job("held"))
-    store.save([running(waiting, None, retry_at=T0 + timedelta(minutes=1))])
+    store.save(WriteSet([running(waiting, None, retry_at=T0 + timedelta(minutes=1))]))
     assert store.lease_left(T0, ttl, "node-me") is None
 
-    store.save([running(held, "node-silent")])
+    store.save(WriteSet([running(held, "node-silent")]))
     left = store.lease_left(T0, ttl, "node-me")
     assert left is not None and left <= timedelta(0)
 
@@ -989,12 +1011,14 @@ def test_held_reads_the_running_jobs_a_node_holds_and_no_other(store: Store) -> 
     gone = store.insert(job("gone"))
     store.insert(job("idle"))
     store.save(
-        [
-            running(mine, "node-a"),
-            running(theirs, "node-b"),
-            running(waiting, None, retry_at=T0),
-            running(gone, "node-a"),
-        ]
+        WriteSet(
+            [
+                running(mine, "node-a"),
+                running(theirs, "node-b"),
+                running(waiting, None, retry_at=T0),
+                running(gone, "node-a"),
+            ]
+        )
     )
     store.delete(gone.id)
 
@@ -1005,10 +1029,10 @@ def test_held_reads_the_running_jobs_a_node_holds_and_no_other(store: Store) -> 
 
 def test_only_running_jobs_held_by_a_node_can_be_orphans(store: Store) -> None:
     waiting = store.insert(job("waiting"))
-    store.save([running(waiting, None, retry_at=T0 + timedelta(minutes=1))])
+    store.save(WriteSet([running(waiting, None, retry_at=T0 + timedelta(minutes=1))]))
     store.insert(job("idle"))
     gone = store.insert(job("gone"))
-    store.save([running(gone, "node-dead")])
+    store.save(WriteSet([running(gone, "node-dead")]))
     store.delete(gone.id)
 
     assert store.orphans(T0 + timedelta(hours=1)) == []
@@ -1027,12 +1051,12 @@ def flying_beside(stored: Job, first_node: str | None, second_node: str) -> Job:
 def test_a_row_with_two_occurrences_in_flight_round_trips(store: Store) -> None:
     stored = store.insert(job("both"))
     both = flying_beside(stored, "node-a", "node-a")
-    assert store.save([both]) == [DURABLE]
+    assert outcomes(store, WriteSet([both])) == [DURABLE]
     read = store.get(stored.id)
     assert read == both.evolve(version=2)
     assert read is not None and [f.fire_id for f in read.flights] == ["fire-1", "fire-2"]
     one_left = read.without_flight("fire-1")
-    store.save([one_left])
+    store.save(WriteSet([one_left]))
     assert store.get(stored.id) == one_left.evolve(version=3)
     assert one_left.flights == (both.alongside[0],) and not one_left.alongside
 
@@ -1041,7 +1065,9 @@ def test_a_dead_node_s_two_flights_are_one_orphan_found_by_the_one_it_runs(store
     both = store.insert(job("both"))
     retrying = store.insert(job("retrying"))
     # "retrying": its first occurrence waits for a retry (no node), its second runs on the dead node.
-    store.save([flying_beside(both, "node-dead", "node-dead"), flying_beside(retrying, None, "node-dead")])
+    store.save(
+        WriteSet([flying_beside(both, "node-dead", "node-dead"), flying_beside(retrying, None, "node-dead")])
+    )
     store.beat("node-dead", T0)
 
     orphans = store.orphans(T0 + timedelta(minutes=5), ttl=timedelta(seconds=45))
@@ -1104,7 +1130,7 @@ def test_a_job_with_every_field_set_round_trips(store: Store, kind: str) -> None
     assert store.get(stored.id) == stored
 
     changed = stored.evolve(in_flight=None, state=State.PAUSED, args={"dest": "/elsewhere"})
-    store.save([changed])
+    store.save(WriteSet([changed]))
     assert store.get(stored.id) == changed.evolve(version=2)
     assert store.with_dedupe_key("full-key") == [(changed.evolve(version=2), False)]
 
@@ -1151,9 +1177,13 @@ def test_a_refused_insert_writes_no_entry(store: Store) -> None:
 def test_an_entry_of_a_save_is_written_only_if_its_job_was(store: Store) -> None:
     stored = store.insert(job())
 
-    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [DURABLE]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)])) == [
+        DURABLE
+    ]
     # The same version again: another writer got there first, so this mutation did not happen.
-    assert store.save([stored.evolve(occurrences=2)], audit=[entry("pause", stored.id)]) == [LOST]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=2)], audit=[entry("pause", stored.id)])) == [
+        LOST
+    ]
 
     assert actions(store) == ["update"]
 
@@ -1170,17 +1200,21 @@ def test_an_entry_of_a_delete_is_written_only_if_a_row_went(store: Store) -> Non
 def test_a_claims_entry_goes_with_the_claim(store: Store) -> None:
     stored = store.insert(job())
 
-    written = store.save([running(stored, "node-a")], keep=False, audit=[entry("run_now", stored.id)])
+    written = outcomes(
+        store, WriteSet([running(stored, "node-a")], audit=[entry("run_now", stored.id)]), keep=False
+    )
 
     assert written == [DURABLE] and actions(store) == ["run_now"]
 
 
 def test_entries_read_newest_first_by_reader_source_job_and_page(store: Store) -> None:
     mine, theirs = store.insert(job("mine")), store.insert(job("theirs"))
-    store.save([mine], audit=[entry("update", mine.id, name="mine")])
-    store.save([theirs], audit=[entry("update", theirs.id, source="other", name="theirs")])
+    store.save(WriteSet([mine], audit=[entry("update", mine.id, name="mine")]))
+    store.save(WriteSet([theirs], audit=[entry("update", theirs.id, source="other", name="theirs")]))
     # The operator on the agent's job: the agent reads it, as it is about its own schedule.
-    store.save([mine.evolve(version=2)], audit=[entry("approve", mine.id, source="cli", owner="agent")])
+    store.save(
+        WriteSet([mine.evolve(version=2)], audit=[entry("approve", mine.id, source="cli", owner="agent")])
+    )
 
     newest = store.audit()
     assert [e.action for e in newest] == ["approve", "update", "update"]
@@ -1198,7 +1232,9 @@ def test_a_failed_save_keeps_its_entry_and_writes_it_once_it_lands(backend: Case
     stored = store.insert(job())
     lossy.fail = 1
 
-    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [Write.KEPT]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)])) == [
+        Write.KEPT
+    ]
     assert actions(store) == []
     store.flush()
     store.flush()
@@ -1211,7 +1247,9 @@ def test_an_entry_whose_write_landed_unheard_is_never_written_twice(backend: Cas
     stored = store.insert(job())
     lossy.lose, lossy.dark_after = 1, True
 
-    assert store.save([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)]) == [Write.KEPT]
+    assert outcomes(store, WriteSet([stored.evolve(occurrences=1)], audit=[entry("update", stored.id)])) == [
+        Write.KEPT
+    ]
     lossy.dark = False
     store.flush()
 
@@ -1220,8 +1258,8 @@ def test_an_entry_whose_write_landed_unheard_is_never_written_twice(backend: Cas
 
 def test_prune_drops_the_entries_past_retention(store: Store) -> None:
     stored = store.insert(job())
-    store.save([stored], audit=[entry("update", stored.id, at=T0 - timedelta(days=91))])
-    store.save([stored.evolve(version=2)], audit=[entry("pause", stored.id)])
+    store.save(WriteSet([stored], audit=[entry("update", stored.id, at=T0 - timedelta(days=91))]))
+    store.save(WriteSet([stored.evolve(version=2)], audit=[entry("pause", stored.id)]))
 
     assert store.prune_audit(T0 - timedelta(days=90)) == 1
     assert actions(store) == ["pause"]

@@ -19,6 +19,7 @@ from cronwright.core.model import Job
 from cronwright.errors import JobRunning, NotFound
 from cronwright.node.node_ids import is_serving
 from cronwright.node.scheduler import CAS_TRIES, Node
+from cronwright.store.base import WriteSet
 
 log = logging.getLogger("cronwright.node")
 
@@ -52,7 +53,7 @@ def hand_off(node: Node, job_id: int, audit: Callable[[Job, Job], AuditEntry] | 
             state = job.state.value
             queued = engine.hand_off(job, node.clock.now())
             entries = [audit(job, queued)] if audit is not None else []
-            if node.won(node.store.save([queued], keep=False, audit=entries)[0]):
+            if node.won(node.store.save(WriteSet([queued], audit=entries), keep=False).of(queued)):
                 return queued.evolve(version=queued.version + 1)
         raise JobRunning(f"job {job_id} kept changing under run_now; try again", state=state)
 
@@ -66,7 +67,8 @@ def take(node: Node, job_id: int) -> Job | None:
             decision = None if job is None else engine.take(job, node.clock.now(), node.rules)
             if decision is None:
                 return None
-            if node.claim_won(decision.job, decision.fire, node.store.save([], claims=[decision.job])[0]):
+            claimed_as = node.store.save(WriteSet(claims=[decision.job])).of(decision.job)
+            if node.claim_won(decision.job, decision.fire, claimed_as):
                 assert decision.fire is not None
                 claimed = decision.job.evolve(version=decision.job.version + 1)
                 node.start(claimed, decision.fire)

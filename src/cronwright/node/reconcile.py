@@ -18,7 +18,7 @@ from cronwright.core import engine
 from cronwright.core.model import Finished, InFlight, Job, Occurrence, Outcome, Result
 from cronwright.node.dispatch import Dispatcher, attempt_of
 from cronwright.node.ledger import Ledger
-from cronwright.store.base import Flushed, Store, Write
+from cronwright.store.base import Flushed, Store, Write, WriteSet
 
 log = logging.getLogger("cronwright.node")
 
@@ -76,9 +76,10 @@ class Reconciler:
             engine.release_all(job, [f.fire_id for f in flights], moved_on)
             for (job, flights), moved_on in zip(stranded, moved, strict=True)
         ]
-        written = self._store.save([], claims=released) if stranded else []
-        for (job, flights), moved_on, outcome in zip(stranded, moved, written, strict=True):
-            if outcome is Write.DURABLE:
+        saved = self._store.save(WriteSet(claims=released)) if released else None
+        durable = [saved is not None and saved.of(release) is Write.DURABLE for release in released]
+        for (job, flights), moved_on, given_back in zip(stranded, moved, durable, strict=True):
+            if given_back:
                 for flight in flights:
                     self._ledger.given_back((job.id, flight.fire_id, flight.attempt))
                     log.warning(
@@ -92,7 +93,7 @@ class Reconciler:
                         else "it is given back to the schedule (a later firing takes a new fire_id)",
                     )
         self._ledger.forget_old_claims(self._clock.monotonic())
-        return all(outcome is Write.DURABLE for outcome in written)
+        return all(durable)
 
     def _not_running(self, job: Job) -> list[InFlight]:
         """The attempts of `job` that its row says run here, and that this process does not run now."""

@@ -35,7 +35,7 @@ from cronwright.node.node_settings import NodeSettings
 from cronwright.node.reconcile import Reconciler
 from cronwright.node.runner import Runner
 from cronwright.notify.alerting import Alerting, StoreTransitions
-from cronwright.store.base import Backend, Store, Write
+from cronwright.store.base import Backend, Saved, Store, Write, WriteSet
 from cronwright.store.resilient import ResilientStore
 
 log = logging.getLogger("cronwright.node")
@@ -249,7 +249,8 @@ class Node:
             # once, and the loser's `interrupted` run is a second record of the attempt, which the store
             # refuses whole. Kept in memory, it would be retried, and refused, forever. Not kept, the
             # loser simply finds the job recovered; after an outage the next pass finds the orphan again.
-            if self.won(self.store.save([decision.job], decision.runs, keep=False, notes=notes)[0]):
+            writes = WriteSet([decision.job], runs=decision.runs, notes=notes)
+            if self.won(self.store.save(writes, keep=False).of(decision.job)):
                 self._emit(decision)
                 self._noted(notes)
                 report.recovered.extend(run.fire_id for run in decision.runs)
@@ -294,24 +295,21 @@ class Node:
             kept = [d for _, d in finishing] + settled
             runs = finish_runs + [run for d in settled for run in d.runs]
             notes = self._notes([*kept, *claims])
-            written = (
-                self.store.save([d.job for d in kept], runs, claims=[d.job for d in claims], notes=notes)
-                if kept or runs or claims
-                else []
-            )
+            writes = WriteSet([d.job for d in kept], claims=[d.job for d in claims], runs=runs, notes=notes)
+            written: Saved[Write] = self.store.save(writes) if kept or runs or claims else Saved({})
             self._noted(notes)
             lost = [
                 item
-                for (ended, _), outcome in zip(finishing, written, strict=False)
-                if outcome is Write.LOST
+                for ended, decision in finishing
+                if written.of(decision.job) is Write.LOST
                 for item in ended
             ]
-            for decision, outcome in zip(kept, written, strict=False):
-                if outcome is not Write.LOST:
+            for decision in kept:
+                if written.of(decision.job) is not Write.LOST:
                     self._emit(decision)
                     self.reconciler.stop_if_replaced(decision.job)
-            for (ended, decision), outcome in zip(finishing, written, strict=False):
-                if outcome is not Write.LOST:
+            for ended, decision in finishing:
+                if (outcome := written.of(decision.job)) is not Write.LOST:
                     self._recorded(ended, decision, outcome)
             if lost:
                 # Another writer changed these jobs first: decide again; their runs are recorded.
@@ -320,15 +318,14 @@ class Node:
             self._track_runs()
             finishing, finish_runs, unrecorded = [], [], []
             report.skipped += plan.skipped
-            won = written[len(kept) :]
-            for decision, outcome in zip(claims, won, strict=True):
-                if self.claim_won(decision.job, decision.fire, outcome):
+            for decision in claims:
+                if self.claim_won(decision.job, decision.fire, written.of(decision.job)):
                     self._emit(decision)
                     report.skipped += planner.skipped(decision)
                     assert decision.fire is not None
                     self.start(decision.job.evolve(version=decision.job.version + 1), decision.fire)
                     report.fired.append(decision.fire.fire_id)
-            if not planner.reads_on(len(due), limit, len(batch), plan, free, bool(written)):
+            if not planner.reads_on(len(due), limit, len(batch), plan, free, bool(kept or claims)):
                 return  # nothing more is due, or out of slots: the rest waits for the pass after a run
             settling = True
 
@@ -351,17 +348,6 @@ class Node:
             self._waiting.pop(job_id, None)
         for job_id, due in plan.remember:
             self._waiting.setdefault(job_id, due)
-
-    def _write(self, decisions: list[engine.Decision]) -> list[Write]:
-        """Saves decisions (kept in memory if the store fails) and emits the events of those that landed."""
-        runs = [run for d in decisions for run in d.runs]
-        notes = self._notes(decisions)
-        written = self.store.save([d.job for d in decisions], runs, notes=notes) if decisions else []
-        self._noted(notes)
-        for decision, outcome in zip(decisions, written, strict=True):
-            if outcome is not Write.LOST:
-                self._emit(decision)
-        return written
 
     def _emit(self, decision: engine.Decision) -> None:
         for event in decision.events:
@@ -439,11 +425,12 @@ class Node:
         """Records attempts; returns those whose job write lost a race and must be decided again."""
         decided, runs = self._finish_decisions(done, now)
         notes = self._notes(d for _, d in decided)
-        written = self.store.save([d.job for _, d in decided], runs if with_runs else [], notes=notes)
+        writes = WriteSet([d.job for _, d in decided], runs=runs if with_runs else [], notes=notes)
+        written = self.store.save(writes)
         self._noted(notes)
         lost: list[Finished] = []
-        for (ended, decision), outcome in zip(decided, written, strict=True):
-            if outcome is Write.LOST:
+        for ended, decision in decided:
+            if (outcome := written.of(decision.job)) is Write.LOST:
                 lost.extend(ended)
             else:
                 self._emit(decision)
@@ -525,8 +512,8 @@ class Node:
                 decision = engine.run_now(job, now, self.rules)
                 self._beat(now, force=True)
                 entries = [audit(job, decision.job)] if audit is not None else []
-                written = self.store.save([decision.job], keep=False, audit=entries)[0]
-                if self.claim_won(decision.job, decision.fire, written):
+                written = self.store.save(WriteSet([decision.job], audit=entries), keep=False)
+                if self.claim_won(decision.job, decision.fire, written.of(decision.job)):
                     assert decision.fire is not None
                     claimed = decision.job.evolve(version=decision.job.version + 1)
                     self.start(claimed, decision.fire)

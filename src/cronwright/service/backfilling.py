@@ -21,7 +21,7 @@ from cronwright.core.timetable import fires_at
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
 from cronwright.service import fields
 from cronwright.service.operations import Service
-from cronwright.store.base import Write
+from cronwright.store.base import Write, WriteSet
 from cronwright.timing.backfill import MAX_BACKFILL, Plan, check_range, cover, covered, grid_from, plan
 from cronwright.timing.iso import as_utc, parse_instant, render
 from cronwright.timing.zones import zone
@@ -142,7 +142,7 @@ def backfill(service: Service, request: Mapping[str, Any], source: Source) -> di
             entry = entry.with_change("backfill", None, shown)
             # Never kept in memory while the store fails: a queue that did not land must not be said
             # queued, and the compare-and-swap is what keeps two backfills from queueing one occurrence.
-            written = service.store.save([queued], keep=False, audit=[entry])[0]
+            written = service.store.save(WriteSet([queued], audit=[entry]), keep=False).of(queued)
         if written is not Write.LOST:
             service.node.wake()
             return _reply(service, queued.evolve(version=queued.version + 1), found, len(shown), source)

@@ -44,7 +44,7 @@ from cronwright.errors import (
 from cronwright.node.scheduler import Node
 from cronwright.service import dryrun, fields
 from cronwright.service.job_rows import job_row
-from cronwright.store.base import Write
+from cronwright.store.base import Write, WriteSet
 from cronwright.targets.allowlist import Allowlist
 from cronwright.timing.cron_set import CronSet
 from cronwright.timing.durations import format_duration, parse_duration
@@ -394,7 +394,7 @@ class Service:
         """Arms a new job again now that the store gave it its id: a jitter offset is a function of the
         job's id (semantic 32), which the insert only just assigned."""
         rearmed = engine.arm(stored, now)
-        if rearmed == stored or self.store.save([rearmed])[0] is Write.LOST:
+        if rearmed == stored or self.store.save(WriteSet([rearmed])).of(rearmed) is Write.LOST:
             return stored
         return rearmed.evolve(version=rearmed.version + 1)
 
@@ -459,7 +459,7 @@ class Service:
     def save(self, job: Job, entry: AuditEntry, notes: Sequence[Notification] = ()) -> dict[str, Any]:
         """Writes an operator's change, with its audit entry and the notifications of the transitions it
         makes; on a lost race the request is refused, never half-applied (and neither is written)."""
-        written = self.store.save([job], audit=[entry], notes=notes)[0]
+        written = self.store.save(WriteSet([job], audit=[entry], notes=notes)).of(job)
         if written is Write.LOST:
             current = self.store.get(job.id)
             state = current.state.value if current else "deleted"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cronwright.config.calendar_tables import from_config as calendars_from_config
 from cronwright.errors import ConfigError
-from cronwright.notify.alerting import Alerting
+from cronwright.notify.alerting import Alerting, StoreTransitions
 from cronwright.notify.setup import rules_of
 from cronwright.service.config_check import channel_secrets, problems
 
@@ -131,11 +131,13 @@ def swap(service: Service, prepared: Prepared) -> None:
     """Puts the prepared parts in place of the old, under the node's lock: a pass (or a request that takes
     the lock) sees the old config or the new, never a mix. The caller swaps the channels and the fronts'
     sources."""
+    from cronwright.targets.executor import TargetRunner
+
     node, new = service.node, prepared.config
     settings = new.node
     with node.lock:
         runner = node.runs.runner
-        if hasattr(runner, "registry") and hasattr(runner, "secrets"):  # a TargetRunner (tests use others)
+        if isinstance(runner, TargetRunner):  # the runner of the targets (tests use others)
             runner.registry = prepared.registry
             runner.secrets = prepared.secrets
         service.allowlist = prepared.registry
@@ -154,6 +156,5 @@ def swap(service: Service, prepared: Prepared) -> None:
         )
         node.rules = replace(node.rules, misfire_grace=settings.misfire_grace, calendars=prepared.calendars)
         node.alerting = prepared.alerting
-        transitions = getattr(node.store, "alerts", None)
-        if transitions is not None and hasattr(transitions, "alerting"):
+        if isinstance(transitions := node.store.alerts, StoreTransitions):
             transitions.alerting = prepared.alerting

@@ -1,17 +1,28 @@
-"""Stores: the Store the node writes with, the Backend protocol, its backends, and `open_store` to pick a
-backend from the config's URL."""
+"""Stores: the Store the node writes with, the Backend protocol (both `Storage`, store/base.py), the
+`WriteSet` a save writes, its backends, and `open_store` to pick a backend from the config's URL."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from cronwright.errors import ConfigError
-from cronwright.store.base import Backend, Store, Write
+from cronwright.store.base import Backend, Saved, Storage, Store, Write, WriteSet
 from cronwright.store.memory import MemoryStore
 from cronwright.store.resilient import ResilientStore
 from cronwright.store.sqlite import SqliteStore
 
-__all__ = ["Backend", "MemoryStore", "ResilientStore", "SqliteStore", "Store", "Write", "open_store"]
+__all__ = [
+    "Backend",
+    "MemoryStore",
+    "ResilientStore",
+    "Saved",
+    "SqliteStore",
+    "Storage",
+    "Store",
+    "Write",
+    "WriteSet",
+    "open_store",
+]
 
 _FORMS = (
     "use 'memory:', 'sqlite:///relative/path.db', 'sqlite:////absolute/path.db'"

@@ -15,7 +15,7 @@ from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
 from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken
-from cronwright.store.base import NodeBeat, same_record, unknown_run
+from cronwright.store.base import NodeBeat, Saved, WriteSet, same_record, unknown_run
 from cronwright.store.outbox import MemoryOutbox
 
 
@@ -73,19 +73,13 @@ class MemoryStore:
         self._audit_keys.add(entry.key)
         self._audit.append(replace(entry, id=len(self._audit_keys)))
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
         with self._lock:
             # Idempotent by attempt: a record met again is not added twice; another record of it is a
             # double run, and nothing is written.
             new: dict[tuple[int, str, int], Run] = {}
             doubles = []
-            for run in runs:
+            for run in writes.runs:
                 key = (run.job_id, run.fire_id, run.attempt)
                 known = new.get(key) or self._fires.get(key)
                 if known is None:
@@ -94,25 +88,26 @@ class MemoryStore:
                     doubles.append(key)
             if doubles:
                 raise DoubleRun.of(doubles)
+            won: set[int] = set()
+            lost: set[int] = set()
             written = []
-            for job in jobs:
+            for job in writes.writes:
                 current = self._jobs.get(job.id)
                 ok = current is not None and current.version == job.version
                 if ok:
                     self._account(current, job)
                     self._jobs[job.id] = job.evolve(version=job.version + 1)
+                (won if ok else lost).add(job.id)
                 written.append(ok)
             for key, run in new.items():
                 self._seq += 1
                 self._runs[run.job_id].appendleft(replace(run, id=self._seq))
                 self._fires[key] = run
-            won = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
-            for entry in audit:
+            for entry in writes.audit:
                 if entry.job_id in won:
                     self._record(entry)
-            lost = {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
-            self.outbox.add([note for note in notes if note.job_id is None or note.job_id not in lost])
-            return written
+            self.outbox.add([note for note in writes.notes if note.job_id is None or note.job_id not in lost])
+            return Saved.pair(writes.writes, written)
 
     def get(self, job_id: int) -> Job | None:
         return self._jobs.get(job_id)

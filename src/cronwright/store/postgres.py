@@ -48,10 +48,9 @@ from cronwright._version import __version__
 from cronwright.core.audit import AuditEntry, entry_data
 from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
-from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.store import sql_files
-from cronwright.store.base import NodeBeat
+from cronwright.store.base import NodeBeat, Saved, WriteSet
 from cronwright.store.codec import encode, job_data, read_job, read_run, run_data
 from cronwright.store.pg_pool import Pool, PoolClosed, PoolTimeout
 from cronwright.store.postgres_listen import Listener
@@ -428,13 +427,8 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             raise StoreError("the database assigned no id to a new job")
         return job.evolve(id=int(row[0]), version=1)
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
+        jobs, runs, audit = writes.writes, writes.runs, writes.audit
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         order = sorted(range(len(jobs)), key=lambda index: jobs[index].id)
         updates = [(*_job_columns(jobs[index]), jobs[index].id, jobs[index].version) for index in order]
@@ -474,10 +468,10 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             if entries:
                 recording.executemany(_Q["insert_audit"], entries)
             lost = {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
-            self._add_notes(connection, notes, lost)
+            self._add_notes(connection, writes.notes, lost)
             if any(written):
                 self._notify(connection)
-        return written
+        return Saved.pair(jobs, written)
 
     def _updated(self, cursor: psycopg.Cursor[Any], jobs: Sequence[Job]) -> list[bool]:
         """Per compare-and-swap sent, whether its row was written (its version was the one read)."""
@@ -629,18 +623,18 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             connection.execute(_Q["forget"], (node,))
 
     def beats(self) -> list[NodeBeat]:
-        prefix = "db_" if self._lease_clock is LeaseClock.DATABASE else ""
+        query = _Q["beats_by_database_clock"] if self._lease_clock is LeaseClock.DATABASE else _Q["beats"]
         with self._session(write=False) as connection:
-            rows = connection.execute(_Q["beats"].format(prefix=prefix)).fetchall()
+            rows = connection.execute(query).fetchall()
         return [NodeBeat(node, _utc(beat_at), _utc(started_at)) for node, beat_at, started_at in rows]
 
     def orphans(self, now: datetime, ttl: timedelta = LEASE_TTL) -> list[Job]:
         if self._lease_clock is LeaseClock.DATABASE:
             # `now` is the caller's clock, which may be wrong; the lease is judged on the server's.
-            query = _Q["orphans"].format(beat="db_beat_at", cutoff="now() - %s::interval")
+            query = _Q["orphans_by_database_clock"]
             params: tuple[Any, ...] = (State.RUNNING.value, ttl)
         else:
-            query = _Q["orphans"].format(beat="beat_at", cutoff="%s")
+            query = _Q["orphans"]
             params = (State.RUNNING.value, now - ttl)
         with self._session(write=False) as connection:
             rows = connection.execute(query, params).fetchall()
@@ -649,11 +643,10 @@ class PostgresStore(SqlJobReads, SqlOutbox):
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         # On the database's clock, the answer is a duration from the server's now: no node clock enters.
         database = self._lease_clock is LeaseClock.DATABASE
-        readable, unreadable = self._readable_only()
+        unreadable = list(self._unreadable)  # one array parameter: those rows hold no lease
         with self._session(write=False) as connection:
             row = connection.execute(
-                _Q["lease_left"].format(beat="db_beat_at" if database else "beat_at", readable=readable),
-                (ttl, node, PEERS_FRESH, node, PEERS_FRESH, node, *unreadable),
+                _Q["lease_left"], (ttl, node, PEERS_FRESH, node, PEERS_FRESH, node, unreadable)
             ).fetchone()
         if row is None:
             return None

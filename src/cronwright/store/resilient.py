@@ -27,8 +27,8 @@ import logging
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from cronwright.core.audit import AuditEntry
 from cronwright.core.events import Event, EventKind, EventSink
@@ -36,20 +36,12 @@ from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
 from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, OutcomeUnknown, StoreCorrupt, StoreError
-from cronwright.store.base import Backend, Flushed, NodeBeat, Write
+from cronwright.store.base import Backend, Flushed, NodeBeat, Saved, StoreAlerts, Write, WriteSet
 
 log = logging.getLogger("cronwright.store")
 
 
 __all__ = ["Flushed", "ResilientStore", "StoreAlerts", "Write"]
-
-
-class StoreAlerts(Protocol):
-    """Makes the notifications of the store's own transitions (the node's rules, clock and id)."""
-
-    def degraded(self) -> list[Notification]: ...
-
-    def recovered(self) -> list[Notification]: ...
 
 
 class ResilientStore:
@@ -74,7 +66,6 @@ class ResilientStore:
 
     @property
     def persistence(self) -> Persistence:
-        """`degraded` while anything waits in memory for a save, else the inner store's own."""
         with self._lock:
             if self._pending or self._pending_runs or self._tombstones:
                 return Persistence.DEGRADED
@@ -94,13 +85,11 @@ class ResilientStore:
         return self.inner.exclusive(self._lock)
 
     def insert(self, job: Job, audit: AuditEntry | None = None) -> Job:
-        """Stores a new job. A failed insert that landed all the same (its reply was lost) is found by
-        reading back, and answered as the insert it was (its entry landed with it, in its transaction).
-        One that no read back can tell about raises `OutcomeUnknown`, never a plain failure: the caller
-        must not be told that nothing changed."""
         try:
             return self.inner.insert(job, audit)
         except StoreError as error:
+            # Its entry landed with it if it did (one transaction); the caller must never be told that
+            # nothing changed when it cannot be known.
             if isinstance(error, StoreCorrupt):
                 raise
             try:
@@ -116,85 +105,70 @@ class ResilientStore:
                 return stored
             raise
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        *,
-        keep: bool = True,
-        claims: Sequence[Job] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[Write]:
-        """See `base.Store.save`: claims are passed as `claims` (written in the same transaction as
-        `jobs`, answered after them), or alone with `keep=False` (which keeps nothing, runs included)."""
+    def save(self, writes: WriteSet, *, keep: bool = True) -> Saved[Write]:
         with self._lock:
-            written = [*jobs, *claims]
-            runs_to_write = [*self._pending_runs, *runs]
-            entries = [*self._pending_audit, *audit]
-            notes_to_write = [*self._pending_notes, *notes]
+            # What waits in memory from saves before goes first, in the same transaction.
+            whole = replace(
+                writes,
+                runs=(*self._pending_runs, *writes.runs),
+                audit=(*self._pending_audit, *writes.audit),
+                notes=(*self._pending_notes, *writes.notes),
+            )
             try:
-                outcomes = self._save_once(written, runs_to_write, entries, notes_to_write)
+                try:
+                    landed = self.inner.save(whole)
+                except DoubleRun as error:
+                    # Another writer recorded those attempts first (two nodes recovering one orphan, say).
+                    log.warning("%s; the write goes on without those runs", error)
+                    doubles = set(error.keys)
+                    whole = replace(
+                        whole,
+                        runs=[
+                            run for run in whole.runs if (run.job_id, run.fire_id, run.attempt) not in doubles
+                        ],
+                    )
+                    landed = self.inner.save(whole)
             except StoreError as error:
-                return self._failed(jobs, claims, runs_to_write, entries, notes_to_write, keep, error)
-            self._pending_runs = []
-            self._pending_notes = []
-            for job, ok in zip(jobs, outcomes, strict=False):
-                if ok:
-                    self._recovered(job)
-            # Written with their jobs, or waiting still with a job kept in memory (another job's save).
-            self._pending_audit = [entry for entry in entries if entry.job_id in self._pending]
+                return self._failed(whole, keep, error)
+            self._landed(whole, landed)
             self._end_degraded()
-            return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
+            return landed.map(_durable)
 
-    def _save_once(
-        self, jobs: Sequence[Job], runs: list[Run], audit: Sequence[AuditEntry], notes: Sequence[Notification]
-    ) -> list[bool]:
-        """The inner save; runs it refuses as second records of attempts recorded already are left out."""
-        try:
-            return self.inner.save(jobs, runs, audit, notes=notes)
-        except DoubleRun as error:
-            doubles = set(error.keys)
-            # Another writer recorded those attempts first (two nodes recovering one orphan, say).
-            log.warning("%s; the write goes on without those runs", error)
-            runs[:] = [run for run in runs if (run.job_id, run.fire_id, run.attempt) not in doubles]
-            return self.inner.save(jobs, runs, audit, notes=notes)
+    def _landed(self, whole: WriteSet, landed: Saved[bool]) -> None:
+        """A save landed: nothing it carried waits any more, but the entries of jobs kept by other saves."""
+        self._pending_runs = []
+        self._pending_notes = []
+        for job in whole.jobs:
+            if landed.of(job):
+                self._recovered(job)
+        self._pending_audit = [entry for entry in whole.audit if entry.job_id in self._pending]
 
-    def _failed(
-        self,
-        jobs: Sequence[Job],
-        claims: Sequence[Job],
-        runs: list[Run],
-        audit: list[AuditEntry],
-        notes: list[Notification],
-        keep: bool,
-        error: StoreError,
-    ) -> list[Write]:
-        landed, stored = self._read_back([*jobs, *claims])
+    def _failed(self, whole: WriteSet, keep: bool, error: StoreError) -> Saved[Write]:
+        landed, stored = self._read_back(whole.writes)
         if landed:
             # The transaction committed whole; each job was written if its row is what was written.
             log.warning("a write whose reply was lost had landed, as reading it back shows: %s", error)
-            self._pending_runs = []
-            self._pending_notes = []
-            outcomes = [stored.get(job.id) == job.evolve(version=job.version + 1) for job in [*jobs, *claims]]
-            for job, ok in zip(jobs, outcomes, strict=False):
-                if ok:
-                    self._recovered(job)
-            self._pending_audit = [entry for entry in audit if entry.job_id in self._pending]
-            return [Write.DURABLE if ok else Write.LOST for ok in outcomes]
+            found = Saved.pair(
+                whole.writes,
+                (stored.get(job.id) == job.evolve(version=job.version + 1) for job in whole.writes),
+            )
+            self._landed(whole, found)
+            return found.map(_durable)
         failed_claim = Write.LOST if landed is False else Write.UNKNOWN
         if not keep:
             log.warning("a claim could not be saved, so it does not run: %s", error)
-            return [failed_claim] * (len(jobs) + len(claims))
-        self._pending_notes = notes
-        for job in jobs:
+            return Saved.pair(whole.writes, [failed_claim] * len(whole.writes))
+        self._pending_notes = list(whole.notes)
+        for job in whole.jobs:
             self._keep(job, error)
-        self._pending_runs = runs
+        self._pending_runs = list(whole.runs)
         # The entries of the jobs kept wait with them; a claim's (never kept) goes with it.
-        self._pending_audit = [entry for entry in audit if entry.job_id in self._pending]
-        if claims:
-            log.warning("%d claims could not be saved, so they do not run: %s", len(claims), error)
-        return [Write.KEPT] * len(jobs) + [failed_claim] * len(claims)
+        self._pending_audit = [entry for entry in whole.audit if entry.job_id in self._pending]
+        if whole.claims:
+            log.warning("%d claims could not be saved, so they do not run: %s", len(whole.claims), error)
+        return Saved.pair(
+            whole.writes, [*[Write.KEPT] * len(whole.jobs), *[failed_claim] * len(whole.claims)]
+        )
 
     def _read_back(self, written: Sequence[Job]) -> tuple[bool | None, dict[int, Job]]:
         """Whether a save of `written` that failed landed: True, False, or None when nothing tells.
@@ -250,7 +224,7 @@ class ResilientStore:
             return
         recovered = self.alerts.recovered()
         try:
-            self.inner.save([], [], notes=[*self._pending_notes, *recovered])
+            self.inner.save(WriteSet(notes=[*self._pending_notes, *recovered]))
         except StoreError as error:
             log.warning("the notification that the store recovered waits for the next save: %s", error)
             self._pending_notes.extend(recovered)
@@ -264,24 +238,20 @@ class ResilientStore:
             self._events.emit(Event(EventKind.JOB_PERSISTENCE_RECOVERED, job.id, job.name, {}))
 
     def flush(self) -> Flushed:
-        """Tries again every write that waits in memory; says which kept jobs it wrote, and which it
-        dropped because their rows had moved on (the caller decides again on those rows)."""
         with self._lock:
             for job_id in list(self._tombstones):
                 self.delete(job_id, self._tombstone_audit.get(job_id))
             pending = list(self._pending.values())
             if not (pending or self._pending_runs or self._pending_audit or self._pending_notes):
                 return Flushed()
-            written = self.save(pending)
+            written = self.save(WriteSet(pending))
             dropped: set[int] = set()
-            for job, outcome in zip(pending, written, strict=True):
-                if outcome is Write.LOST and job.id in self._pending and self._stale(job):
+            for job in pending:
+                if written.of(job) is Write.LOST and job.id in self._pending and self._stale(job):
                     # The row moved on without us (another writer); the stored row is the truth.
                     self._recovered(job)
                     dropped.add(job.id)
-            durable = {
-                job.id for job, outcome in zip(pending, written, strict=True) if outcome is Write.DURABLE
-            }
+            durable = {job.id for job in pending if written.of(job) is Write.DURABLE}
             return Flushed(frozenset(durable), frozenset(dropped))
 
     def _stale(self, job: Job) -> bool:
@@ -292,8 +262,6 @@ class ResilientStore:
         return stored is None or stored.version != job.version
 
     def delete(self, job_id: int, audit: AuditEntry | None = None) -> tuple[Job | None, Persistence]:
-        """Deletes a job; on a failed write, leaves a tombstone (and its entry, for the retry) and
-        answers `degraded`."""
         with self._lock:
             known = self._tombstones.get(job_id) or self.get(job_id)
             audit = audit or self._tombstone_audit.get(job_id)
@@ -322,7 +290,6 @@ class ResilientStore:
             return self.inner.delete_unreadable(job_id, audit)
 
     def tombstone(self, job_id: object) -> Job | None:
-        """The job a failed delete left behind, if `job_id` names one."""
         with self._lock:
             return self._tombstones.get(job_id) if isinstance(job_id, int) else None
 
@@ -538,6 +505,10 @@ class ResilientStore:
 
     def next_due(self) -> datetime | None:
         return self.inner.next_due()
+
+
+def _durable(written: bool) -> Write:
+    return Write.DURABLE if written else Write.LOST
 
 
 def _same_insert(stored: Job, job: Job) -> bool:

@@ -75,17 +75,9 @@ class SqlJobReads:
                     self._unreadable.pop(job_id, None)
         return dict(self._unreadable)
 
-    def _readable_only(self) -> tuple[str, tuple[int, ...]]:
-        """A condition (and its parameters) that leaves out the rows known to be unreadable: a query that
-        answers from columns alone must not count what the reads leave out (a running row that cannot be
-        read is no lease to wait for: nothing can recover it)."""
-        ids = tuple(self._unreadable)
-        if not ids:
-            return "", ()
-        return f" AND id NOT IN ({self._marks(ids)})", ids
-
     def _marks(self, values: Sequence[object]) -> str:
-        """One placeholder per value, for an `IN (...)`."""
+        """One placeholder per value, for an `IN (...)`: the SQL gets only placeholders, and every value
+        is bound as a parameter."""
         return ", ".join([self._p] * len(values))
 
     def _read_jobs(self, rows: Iterable[Sequence[Any]]) -> list[Job]:

@@ -34,10 +34,9 @@ from cronwright._version import __version__
 from cronwright.core.audit import AuditEntry, entry_data
 from cronwright.core.leases import LEASE_TTL
 from cronwright.core.model import Job, Persistence, Run, State
-from cronwright.core.notifications import Notification
 from cronwright.errors import DoubleRun, NameTaken, StoreCorrupt, StoreError
 from cronwright.store import sql_files
-from cronwright.store.base import NodeBeat
+from cronwright.store.base import NodeBeat, Saved, WriteSet
 from cronwright.store.codec import encode, from_micros, job_data, micros, read_job, read_run, run_data
 from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
@@ -331,27 +330,22 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             raise StoreError("the database assigned no id to a new job")
         return job.evolve(id=job_id, version=1)
 
-    def save(
-        self,
-        jobs: Sequence[Job],
-        runs: Sequence[Run] = (),
-        audit: Sequence[AuditEntry] = (),
-        notes: Sequence[Notification] = (),
-    ) -> list[bool]:
+    def save(self, writes: WriteSet) -> Saved[bool]:
+        jobs, runs = writes.writes, writes.runs
         # Encode first, so a value that cannot be stored fails before any transaction opens.
         updates = [(*_job_columns(job), job.id, job.version) for job in jobs]
         inserts = [
             (run.job_id, run.fire_id, run.attempt, micros(run.finished_at), encode(run_data(run)))
             for run in runs
         ]
-        entries = [(entry.job_id, _audit_columns(entry)) for entry in audit]
+        entries = [(entry.job_id, _audit_columns(entry)) for entry in writes.audit]
         with self._transaction(write=True) as connection:
             written = self._save_jobs(connection, jobs, updates)
             self._insert_runs(connection, runs, inserts)
             job_ids = sorted({run.job_id for run in runs})
             for start in range(0, len(job_ids), _IDS_PER_STATEMENT):
                 chunk = job_ids[start : start + _IDS_PER_STATEMENT]
-                query = _Q["prune_runs"].format(ids=", ".join("?" * len(chunk)))
+                query = _Q["prune_runs"].format(ids=self._marks(chunk))
                 connection.execute(query, (*chunk, self._run_history))
             # An entry records a mutation that happened: only one whose job was written.
             won = {job.id for job, ok in zip(jobs, written, strict=True) if ok}
@@ -359,9 +353,9 @@ class SqliteStore(SqlJobReads, SqlOutbox):
                 if job_id in won:
                     connection.execute(_Q["insert_audit"], columns)
             self._add_notes(
-                connection, notes, {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
+                connection, writes.notes, {job.id for job, ok in zip(jobs, written, strict=True) if not ok}
             )
-        return written
+        return Saved.pair(jobs, written)
 
     def _save_jobs(
         self, connection: sqlite3.Connection, jobs: Sequence[Job], updates: list[tuple[Any, ...]]
@@ -479,9 +473,8 @@ class SqliteStore(SqlJobReads, SqlOutbox):
 
     def lease_left(self, now: datetime, ttl: timedelta, node: str) -> timedelta | None:
         with self._transaction(write=False) as connection:
-            readable, unreadable = self._readable_only()
-            query = _Q["lease_left"].format(readable=readable)
-            holders, oldest = connection.execute(query, (node, *unreadable)).fetchone()
+            unreadable = json.dumps(list(self._unreadable))  # one parameter: those rows hold no lease
+            holders, oldest = connection.execute(_Q["lease_left"], (node, unreadable)).fetchone()
         if not holders:
             return None
         return from_micros(oldest) + ttl - now

@@ -1,7 +1,9 @@
 -- The named statements of the PostgreSQL store, read through store/sql_files.py (`queries("postgres")`).
 -- Each starts at a `-- name: NAME` line and runs to the next one. `{...}` marks a piece the store
--- fills in (a list of placeholders, a filter on rows known to be unreadable, or which clock's columns
--- judge a lease); everything else is bound as parameters (`%s`). Unqualified names reach the store's
+-- fills in (a list of placeholders, one a value, or the conditions of a filter, each bound); every value
+-- is bound as a parameter (`%s`). Where the clock that judges a lease picks the columns, each clock has
+-- its own statement (`..._by_database_clock` reads the `db_` columns, stamped with the server's now()),
+-- or the statement reads both and the store takes its clock's. Unqualified names reach the store's
 -- own schema through the connection's search_path.
 
 -- Jobs ----------------------------------------------------------------------------------------------
@@ -150,27 +152,39 @@ RETURNING now()
 DELETE FROM nodes WHERE node = %s
 
 -- name: beats
--- {prefix} is `db_` for the database's clock, empty for the node's.
-SELECT node, {prefix}beat_at, {prefix}started_at FROM nodes ORDER BY {prefix}beat_at DESC, node
+-- On the node's clock: the beats as each node stamped them.
+SELECT node, beat_at, started_at FROM nodes ORDER BY beat_at DESC, node
+
+-- name: beats_by_database_clock
+SELECT node, db_beat_at, db_started_at FROM nodes ORDER BY db_beat_at DESC, node
 
 -- name: orphans
--- {beat} is the column of the clock that judges leases, {cutoff} the instant a beat must be after.
+-- On the node's clock: a beat must be after the instant given.
 SELECT id, version, data FROM jobs
 WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s
-    AND flight_node NOT IN (SELECT node FROM nodes WHERE {beat} > {cutoff})
+    AND flight_node NOT IN (SELECT node FROM nodes WHERE beat_at > %s)
+ORDER BY id
+
+-- name: orphans_by_database_clock
+-- On the server's clock: a beat must be younger than the interval given.
+SELECT id, version, data FROM jobs
+WHERE NOT deleted AND flight_node IS NOT NULL AND state = %s
+    AND flight_node NOT IN (SELECT node FROM nodes WHERE db_beat_at > now() - %s::interval)
 ORDER BY id
 
 -- name: lease_left
--- The holders of runs other than one node: how many, whether one never beat, their oldest beat, and
--- how long until that beat is `ttl` old on the server's clock. Then, as a node asks this before each
--- sleep, its share of the due rows (`due_shared`): how many other nodes beat lately (within the second
--- interval), and how many of those sort before it.
-SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.{beat}),
-    min(nodes.{beat}) + %s::interval - now(),
+-- The holders of runs other than one node: how many, whether one never beat, their oldest beat on the
+-- node's clock, and how long until their oldest beat is `ttl` old on the server's clock (the store reads
+-- the one of its lease clock). Then, as a node asks this before each sleep, its share of the due rows
+-- (`due_shared`): how many other nodes beat lately (within the second interval), and how many of those
+-- sort before it. The rows known to be unreadable (the last parameter, an array of ids) hold no lease:
+-- nothing can recover them.
+SELECT count(*), bool_or(nodes.node IS NULL), min(nodes.beat_at),
+    min(nodes.db_beat_at) + %s::interval - now(),
     (SELECT count(*) FROM nodes WHERE node != %s AND db_beat_at > now() - %s::interval),
     (SELECT count(*) FROM nodes WHERE node < %s AND db_beat_at > now() - %s::interval)
 FROM (SELECT DISTINCT flight_node FROM jobs
-    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s{readable}) AS holders
+    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != %s AND id <> ALL(%s::bigint[])) AS holders
 LEFT JOIN nodes ON nodes.node = holders.flight_node
 
 -- The outbox of notifications (semantic 38; store/sql_outbox.py) -------------------------------------

@@ -1,7 +1,7 @@
 -- The named statements of the SQLite store, read through store/sql_files.py (`queries("sqlite")`).
 -- Each starts at a `-- name: NAME` line and runs to the next one. `{...}` marks a piece the store
--- fills in (a list of placeholders, or a filter on rows known to be unreadable); everything else is
--- bound as parameters (`?`). Transaction control (BEGIN, COMMIT, PRAGMA) stays in the code that owns it.
+-- fills in (a list of placeholders, one a value, or the conditions of a filter, each bound); every value
+-- is bound as a parameter (`?`). Transaction control (BEGIN, COMMIT, PRAGMA) stays in the code that owns it.
 
 -- Jobs ----------------------------------------------------------------------------------------------
 
@@ -143,8 +143,11 @@ ORDER BY id
 
 -- name: lease_left
 -- The holders of runs other than one node, and the oldest last beat among them (0: one never beat).
+-- The rows known to be unreadable (the last parameter, a JSON array of ids) hold no lease: nothing can
+-- recover them.
 SELECT count(*), min(coalesce(nodes.beat_at, 0)) FROM (SELECT DISTINCT flight_node FROM jobs
-    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?{readable}) AS holders
+    WHERE NOT deleted AND flight_node IS NOT NULL AND flight_node != ?
+        AND id NOT IN (SELECT value FROM json_each(?))) AS holders
 LEFT JOIN nodes ON nodes.node = holders.flight_node
 
 -- The outbox of notifications (semantic 38; store/sql_outbox.py) -------------------------------------
