@@ -51,7 +51,8 @@ class Outbox(Protocol):
         ...
 
     def prune(self, now: datetime) -> int:
-        """Drops settled notifications (delivered, digested, abandoned) older than the retention."""
+        """Drops settled notifications (delivered, digested, abandoned) older than the retention; answers
+        how many went."""
         ...
 
     def next_due(self) -> datetime | None:

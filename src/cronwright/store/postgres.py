@@ -585,7 +585,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             self._measure_skew(now - _utc(row[0]), now + waited - _utc(row[0]))
 
     def due(self, now: datetime, limit: int) -> list[Job]:
-        """As `Store.due`; while other nodes beat, this node's share of the earliest due rows comes first
+        """As `Storage.due`; while other nodes beat, this node's share of the earliest due rows comes first
         (see `due_shared` in sql/postgres/queries.sql): nodes reading at once claim different rows."""
         rank, nodes = self._share
         if nodes < 2:

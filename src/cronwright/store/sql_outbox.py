@@ -146,7 +146,6 @@ class SqlOutbox:
                 connection.execute(self._queries["settle_notification"], self._settled(folded, node))
 
     def page(self, limit: int, before: str | None = None, source: str | None = None) -> list[Notification]:
-        """As `Outbox.page`; with `source`, only the notifications about that source's jobs."""
         conditions: list[str] = []
         params: list[Any] = []
         with self._reading() as connection:
@@ -170,7 +169,6 @@ class SqlOutbox:
         return None if row is None or row[0] is None else self._moment(row[0])
 
     def prune(self, now: datetime) -> int:
-        """Drops settled notifications older than RETENTION; returns how many went."""
         with self._writing() as connection:
             done = connection.execute(self._queries["prune_notifications"], (self._instant(now - RETENTION),))
             return int(done.rowcount or 0)
