@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cronwright.store.base import Store
+    from cronwright.store.base import Storage
 
 
-def wake_local_nodes(store: Store) -> int:
+def wake_local_nodes(store: Storage) -> int:
     """Signals every serving cronwright node on this host; returns how many were woken."""
     from cronwright.node.node_ids import is_serving  # here: most verbs wake nobody
 
