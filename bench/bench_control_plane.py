@@ -24,9 +24,11 @@ and `get_jobs` (which returns all N: it has no page) timed alike.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import secrets
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,7 +41,7 @@ import aps3
 from agents import Agent, add_sources, create_all, job, rounded, serve_rss_mb
 from bench_idle import PG_SERVER
 from bench_ui import link, logged_in
-from common import Row, log, percentile, table
+from common import Row, log, machine, percentile, table
 from product import Serve, World, drop_schema, pg_url
 
 LEVELS = (1_000, 10_000, 100_000)
@@ -126,8 +128,11 @@ BOUNDED_READS = {
 }
 
 
-def verb_samples(url: str, fill: Fill, samples: int, seed: int) -> dict[str, list[float]]:
-    """Each verb's times, the verbs asked in turn `samples` times, as `agent`, over one connection."""
+def verb_samples(
+    url: str, fill: Fill, samples: int, seed: int, scrapes: int | None = None
+) -> dict[str, list[float]]:
+    """Each verb's times, the verbs asked in turn `samples` times, as `agent`, over one connection;
+    `/metrics` only in the first `scrapes` rounds if given (a slow scrape would otherwise take the run)."""
     pick = random.Random(seed)
     agent = Agent(url, "agent")
     found: dict[str, list[float]] = {verb: [] for verb in VERBS}
@@ -136,6 +141,8 @@ def verb_samples(url: str, fill: Fill, samples: int, seed: int) -> dict[str, lis
         for i in range(samples):
             read, changed = (name_of(pick.randrange(fill.by_agent)) for _ in range(2))
             for verb, ask in VERBS.items():
+                if verb == "metrics" and scrapes is not None and i >= scrapes:
+                    continue
                 name = changed if verb in ("update", "pause", "resume") else read
                 if verb in ("create", "remove"):
                     name = marker
@@ -307,7 +314,12 @@ def rss_row(schedules: int, store: str, rss: float) -> Row:
 
 
 def rows(
-    levels: list[int], samples: int, page_requests: int, postgres: bool = False, budget: float | None = None
+    levels: list[int],
+    samples: int,
+    page_requests: int,
+    postgres: bool = False,
+    budget: float | None = None,
+    scrapes: int | None = None,
 ) -> list[Row]:
     store = "PostgreSQL" if postgres else "SQLite"
     found: list[Row] = []
@@ -327,7 +339,7 @@ def rows(
                 rss = serve_rss_mb(serve.pid)
                 rate = made / seconds
                 log(f"control: {schedules:,} made in {seconds:.1f}s ({rate:.0f}/s), RSS {rss:.0f} MB")
-                ours = verb_samples(serve.url, fill, samples, level)
+                ours = verb_samples(serve.url, fill, samples, level, scrapes)
                 ours["dashboard: schedules page (first 50)"] = page_samples(dashboard, page_requests)
                 theirs = peer_samples(place, schedules, samples, level)
                 found += [fill_row(schedules, store, seconds, rss, made), rss_row(schedules, store, rss)]
@@ -374,18 +386,30 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help=f"the store on {PG_SERVER} (a new schema)")
     parser.add_argument("--samples", type=int, help=f"samples of each verb (default {SAMPLES}; --quick 30)")
     parser.add_argument("--fill-budget", type=float, help="seconds agent may take to fill a level")
+    parser.add_argument("--scrapes", type=int, help="ask /metrics only this many times a level")
+    parser.add_argument("--json", type=Path, help="write the rows (and the matrix) to this file")
     options = parser.parse_args()
     levels = options.schedules or ([1_000] if options.quick else list(LEVELS))
     if options.million:
         levels.append(MILLION)
     samples = options.samples or (30 if options.quick else SAMPLES)
     pages = 7 if options.quick else PAGE_REQUESTS
-    found = rows(levels, samples, pages, options.postgres, options.fill_budget)
+    found = rows(levels, samples, pages, options.postgres, options.fill_budget, options.scrapes)
     print(table(found))
     print()
     print(matrix(found))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     log(f"control plane bench done at {stamp}")
+    if options.json:
+        document = {
+            "bench": "bench_control_plane.py",
+            "argv": sys.argv[1:],
+            "machine": {**machine(), "load_average_at_end": list(os.getloadavg())},
+            "ended": stamp,
+            "rows": [row.as_dict() for row in found],
+            "matrix": matrix(found),
+        }
+        options.json.write_text(json.dumps(document, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":

@@ -274,6 +274,32 @@ def test_a_metrics_scrape_decodes_the_jobs_of_its_series_once(crowded: Crowded) 
         assert text.count("cronwright_job_next_run_timestamp_seconds{") == armed > 0
 
 
+def test_a_scrape_decodes_only_the_jobs_changed_since_the_last(crowded: Crowded) -> None:
+    node = crowded.harness.node
+    gauges = AlertGauges(node.store, lambda: node.last_pass_at, SCHEDULES)
+    registry = CollectorRegistry()
+    registry.register(gauges)
+    first = Decoded.jobs
+    text = gauges.render()
+    assert Decoded.jobs - first == SCHEDULES
+
+    before = Decoded.jobs
+    assert gauges.render() == text
+    assert Decoded.jobs == before, "a scrape with nothing changed decodes no job"
+
+    every_day = {"cron": "30 7 * * *"}
+    crowded.ask(AGENT, "update", name="agent-job-00002", changes={"schedule": every_day})
+    try:
+        before = Decoded.jobs
+        changed = gauges.render()
+        assert Decoded.jobs - before == 1, "only the changed job is decoded again"
+        assert changed != text
+        # The text kept per job is what prometheus_client writes from the same gauges' families.
+        assert changed == generate_latest(registry)
+    finally:
+        crowded.ask(AGENT, "update", name="agent-job-00002", changes={"schedule": HOURLY})
+
+
 # -- counts and quotas say what decoding said ---------------------------------------------------------
 
 

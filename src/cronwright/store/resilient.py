@@ -28,7 +28,7 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from cronwright.core.audit import AuditEntry
 from cronwright.core.events import Event, EventKind, EventSink
@@ -50,6 +50,13 @@ class StoreAlerts(Protocol):
     def degraded(self) -> list[Notification]: ...
 
     def recovered(self) -> list[Notification]: ...
+
+
+@runtime_checkable
+class VersionReads(Protocol):
+    """A backend that can say which jobs changed without decoding them (the SQL stores, the memory one)."""
+
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]]: ...
 
 
 class ResilientStore:
@@ -424,6 +431,15 @@ class ResilientStore:
             # A tombstone hides its row: read as many more as there are, so the first `limit` stay.
             stored = self.inner.first_by_id(limit + len(self._tombstones))
             return [job for job in map(self._overlay, stored) if job is not None][: max(limit, 0)]
+
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]] | None:
+        """The backend's (see `sql_reads.SqlJobReads`), or None when it has none, or while writes wait in
+        memory: their jobs are not what the rows' versions say, and the reader decodes `first_by_id`."""
+        reads = self.inner if isinstance(self.inner, VersionReads) else None
+        with self._lock:
+            if reads is None or self._pending or self._tombstones:
+                return None
+            return reads.first_versions_by_id(limit)
 
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:
