@@ -302,10 +302,11 @@ def fill_row(schedules: int, store: str, seconds: float, rss: float, made: int) 
     )
 
 
-def rss_row(schedules: int, store: str, rss: float) -> Row:
+def rss_row(schedules: int, store: str, rss: float, copied: int = 0) -> Row:
     target = f"target < 200 MB ({'met' if rss < 200 else 'NOT met'}); " if schedules >= MILLION else ""
+    how = f"{copied:,} of them SQL copies" if copied else "made through HTTP"
     return Row(
-        f"control plane: RSS of serve holding {schedules:,} made through HTTP, all its processes, {store}",
+        f"control plane: RSS of serve holding {schedules:,} ({how}), all its processes, {store}",
         "MB",
         "lower",
         rss,
@@ -369,7 +370,7 @@ def rows(
                 else:
                     found += [fill_row(schedules, store, seconds, rss, made), quota_row(schedules, fill)]
                     found += level_rows(schedules, store, fill, ours, theirs)
-                found.append(rss_row(schedules, store, rss))
+                found.append(rss_row(schedules, store, rss, fill.copied))
                 if done is not None:
                     done(found)
                 log(
