@@ -213,7 +213,8 @@ class SqlJobReads:
         version moved. Rows known to be unreadable are left out, as `first_by_id` leaves them out."""
         limit = max(limit, 0)
         skip = set(self._unreadable)
-        query = f"{self._queries['job_versions_by_id']} LIMIT {self._p}"
+        statement = self._queries["job_versions_by_id"]
+        query = f"{statement} LIMIT {self._p}"
         with self._reading() as connection:
             rows = connection.execute(query, (limit + len(skip),)).fetchall()
         return [(int(job_id), int(version)) for job_id, version in rows if job_id not in skip][:limit]
