@@ -24,9 +24,11 @@ and `get_jobs` (which returns all N: it has no page) timed alike.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import secrets
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,8 +41,8 @@ import aps3
 from agents import Agent, add_sources, create_all, job, rounded, serve_rss_mb
 from bench_idle import PG_SERVER
 from bench_ui import link, logged_in
-from common import Row, log, percentile, table
-from product import Serve, World, drop_schema, pg_url
+from common import Row, clone_rows, log, machine, percentile, table
+from product import Serve, World, clone_rows_pg, drop_schema, pg_url
 
 LEVELS = (1_000, 10_000, 100_000)
 MILLION = 1_000_000
@@ -67,6 +69,7 @@ class Fill:
     by_agent: int = 0
     chunks: list[dict[str, Any]] = field(default_factory=list)
     fell_back_at: int | None = None
+    copied: int = 0  # of `count`, made by SQL copies (`--copy-above`), not through HTTP
 
 
 def fill_to(url: str, fill: Fill, target: int, budget: float) -> float:
@@ -126,8 +129,11 @@ BOUNDED_READS = {
 }
 
 
-def verb_samples(url: str, fill: Fill, samples: int, seed: int) -> dict[str, list[float]]:
-    """Each verb's times, the verbs asked in turn `samples` times, as `agent`, over one connection."""
+def verb_samples(
+    url: str, fill: Fill, samples: int, seed: int, scrapes: int | None = None
+) -> dict[str, list[float]]:
+    """Each verb's times, the verbs asked in turn `samples` times, as `agent`, over one connection;
+    `/metrics` only in the first `scrapes` rounds if given (a slow scrape would otherwise take the run)."""
     pick = random.Random(seed)
     agent = Agent(url, "agent")
     found: dict[str, list[float]] = {verb: [] for verb in VERBS}
@@ -136,6 +142,8 @@ def verb_samples(url: str, fill: Fill, samples: int, seed: int) -> dict[str, lis
         for i in range(samples):
             read, changed = (name_of(pick.randrange(fill.by_agent)) for _ in range(2))
             for verb, ask in VERBS.items():
+                if verb == "metrics" and scrapes is not None and i >= scrapes:
+                    continue
                 name = changed if verb in ("update", "pause", "resume") else read
                 if verb in ("create", "remove"):
                     name = marker
@@ -294,10 +302,11 @@ def fill_row(schedules: int, store: str, seconds: float, rss: float, made: int) 
     )
 
 
-def rss_row(schedules: int, store: str, rss: float) -> Row:
+def rss_row(schedules: int, store: str, rss: float, copied: int = 0) -> Row:
     target = f"target < 200 MB ({'met' if rss < 200 else 'NOT met'}); " if schedules >= MILLION else ""
+    how = f"{copied:,} of them SQL copies" if copied else "made through HTTP"
     return Row(
-        f"control plane: RSS of serve holding {schedules:,} made through HTTP, all its processes, {store}",
+        f"control plane: RSS of serve holding {schedules:,} ({how}), all its processes, {store}",
         "MB",
         "lower",
         rss,
@@ -306,8 +315,29 @@ def rss_row(schedules: int, store: str, rss: float) -> Row:
     )
 
 
+def copy_fill(world: World, schema: str | None, fill: Fill, target: int) -> float:
+    """Fills to `target` with SQL copies of agent's first schedule (not through HTTP: `--copy-above`),
+    named `c<target>-<n>`; agent's own, made through HTTP, stay those the verbs ask about. The seconds."""
+    began = time.perf_counter()
+    prefix, count = f"c{target}-", target - fill.count
+    if schema is not None:
+        clone_rows_pg(PG_SERVER, schema, name_of(0), prefix, count)
+    else:
+        clone_rows(world.db, name_of(0), prefix, count)
+    fill.count = target
+    fill.copied += count
+    return time.perf_counter() - began
+
+
 def rows(
-    levels: list[int], samples: int, page_requests: int, postgres: bool = False, budget: float | None = None
+    levels: list[int],
+    samples: int,
+    page_requests: int,
+    postgres: bool = False,
+    budget: float | None = None,
+    scrapes: int | None = None,
+    copy_above: int | None = None,
+    done: Callable[[list[Row]], None] | None = None,
 ) -> list[Row]:
     store = "PostgreSQL" if postgres else "SQLite"
     found: list[Row] = []
@@ -323,16 +353,26 @@ def rows(
             dashboard = logged_in(link(world, env))
             for level, schedules in enumerate(sorted(levels)):
                 made = schedules - fill.count
-                seconds = fill_to(serve.url, fill, schedules, budget or max(1200.0, schedules / 400))
+                if copy_above is not None and fill.count >= copy_above:
+                    seconds = copy_fill(world, schema, fill, schedules)
+                    log(f"control: {made:,} copied in SQL (not through HTTP) to {schedules:,}")
+                else:
+                    seconds = fill_to(serve.url, fill, schedules, budget or max(1200.0, schedules / 400))
                 rss = serve_rss_mb(serve.pid)
                 rate = made / seconds
                 log(f"control: {schedules:,} made in {seconds:.1f}s ({rate:.0f}/s), RSS {rss:.0f} MB")
-                ours = verb_samples(serve.url, fill, samples, level)
+                ours = verb_samples(serve.url, fill, samples, level, scrapes)
                 ours["dashboard: schedules page (first 50)"] = page_samples(dashboard, page_requests)
                 theirs = peer_samples(place, schedules, samples, level)
-                found += [fill_row(schedules, store, seconds, rss, made), rss_row(schedules, store, rss)]
-                found.append(quota_row(schedules, fill))
-                found += level_rows(schedules, store, fill, ours, theirs)
+                if fill.copied:
+                    store_label = f"{store}, {fill.copied:,} of them SQL copies"
+                    found += level_rows(schedules, store_label, fill, ours, theirs)
+                else:
+                    found += [fill_row(schedules, store, seconds, rss, made), quota_row(schedules, fill)]
+                    found += level_rows(schedules, store, fill, ours, theirs)
+                found.append(rss_row(schedules, store, rss, fill.copied))
+                if done is not None:
+                    done(found)
                 log(
                     f"control at {schedules:,}: "
                     + ", ".join(f"{verb} p99 {percentile(s, 99) * 1000:.1f} ms" for verb, s in ours.items())
@@ -374,18 +414,47 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help=f"the store on {PG_SERVER} (a new schema)")
     parser.add_argument("--samples", type=int, help=f"samples of each verb (default {SAMPLES}; --quick 30)")
     parser.add_argument("--fill-budget", type=float, help="seconds agent may take to fill a level")
+    parser.add_argument("--scrapes", type=int, help="ask /metrics only this many times a level")
+    parser.add_argument(
+        "--copy-above",
+        type=int,
+        help="fill the levels past this many schedules with SQL copies, not through HTTP (rows say so)",
+    )
+    parser.add_argument("--json", type=Path, help="write the rows (and the matrix) to this file")
     options = parser.parse_args()
     levels = options.schedules or ([1_000] if options.quick else list(LEVELS))
     if options.million:
         levels.append(MILLION)
     samples = options.samples or (30 if options.quick else SAMPLES)
     pages = 7 if options.quick else PAGE_REQUESTS
-    found = rows(levels, samples, pages, options.postgres, options.fill_budget)
+
+    def written(found: list[Row]) -> None:
+        if not options.json:
+            return
+        document = {
+            "bench": "bench_control_plane.py",
+            "argv": sys.argv[1:],
+            "machine": {**machine(), "load_average_at_end": list(os.getloadavg())},
+            "written": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+            "rows": [row.as_dict() for row in found],
+            "matrix": matrix(found),
+        }
+        options.json.write_text(json.dumps(document, indent=1, default=str) + "\n")
+
+    found = rows(
+        levels,
+        samples,
+        pages,
+        options.postgres,
+        options.fill_budget,
+        options.scrapes,
+        options.copy_above,
+        written,
+    )
     print(table(found))
     print()
     print(matrix(found))
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    log(f"control plane bench done at {stamp}")
+    log(f"control plane bench done at {datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
 
 
 if __name__ == "__main__":

@@ -275,6 +275,32 @@ def test_a_metrics_scrape_decodes_the_jobs_of_its_series_once(crowded: Crowded) 
         assert text.count("cronwright_job_next_run_timestamp_seconds{") == armed > 0
 
 
+def test_a_scrape_decodes_only_the_jobs_changed_since_the_last(crowded: Crowded) -> None:
+    node = crowded.harness.node
+    gauges = AlertGauges(node.store, lambda: node.last_pass_at, SCHEDULES)
+    registry = CollectorRegistry()
+    registry.register(gauges)
+    first = Decoded.jobs
+    text = gauges.render()
+    assert Decoded.jobs - first == SCHEDULES
+
+    before = Decoded.jobs
+    assert gauges.render() == text
+    assert Decoded.jobs == before, "a scrape with nothing changed decodes no job"
+
+    every_day = {"cron": "30 7 * * *"}
+    crowded.ask(AGENT, "update", name="agent-job-00002", changes={"schedule": every_day})
+    try:
+        before = Decoded.jobs
+        changed = gauges.render()
+        assert Decoded.jobs - before == 1, "only the changed job is decoded again"
+        assert changed != text
+        # The text kept per job is what prometheus_client writes from the same gauges' families.
+        assert changed == generate_latest(registry)
+    finally:
+        crowded.ask(AGENT, "update", name="agent-job-00002", changes={"schedule": HOURLY})
+
+
 # -- counts and quotas say what decoding said ---------------------------------------------------------
 
 
@@ -319,3 +345,60 @@ def test_counts_and_quotas_equal_what_decoding_every_job_computed(tmp_path: Path
     assert create("fourth")["ok"]
     refused = create("fifth")
     assert refused["error"] == "quota_exceeded" and "1 backfills still waiting" in refused["message"]
+
+
+# -- a source's newest audit page reads a page, whatever the log holds ---------------------------------
+
+
+def _audit_steps(path: Path, reader: str) -> int:
+    """The SQLite virtual machine's steps to read `reader`'s newest page of 20 entries with the store's
+    own statement: what the read costs in rows visited, counted without a clock."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    with closing(__import__("sqlite3").connect(path)) as connection:
+        connection.set_progress_handler(count, 1)
+        query = SqliteStore._queries["audit_of_reader"].format(rest="")
+        rows = connection.execute(query, (reader, 21, reader, 21, 21)).fetchall()
+        connection.set_progress_handler(None, 1)
+    assert len(rows) == 21
+    return steps
+
+
+def _more_audit(path: Path, count: int) -> None:
+    """`count` more copies of the log's first entry, each under a new key: the agent's and, one in ten,
+    another source's, as a crowd of creates would write them."""
+    with closing(__import__("sqlite3").connect(path)) as connection:
+        connection.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+            "INSERT INTO audit (key, at, source, action, job_id, name, owner, data) "
+            "SELECT a.key || '-' || (SELECT count(*) FROM audit) || '-' || i, a.at, "
+            "CASE WHEN i % 10 = 0 THEN 'other' ELSE a.source END, a.action, a.job_id, a.name, "
+            "CASE WHEN i % 10 = 0 THEN 'other' ELSE a.owner END, a.data "
+            "FROM n, (SELECT * FROM audit ORDER BY seq LIMIT 1) AS a",
+            (count,),
+        )
+        connection.commit()
+
+
+def test_a_sources_newest_audit_page_reads_the_same_rows_at_any_size_of_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "cronwright.db"
+    harness = make_harness(SqliteStore(path), ManualClock(at("2026-03-02T09:00:00+01:00")))
+    job = {"name": "first", "target": "reports", "action": "daily", "schedule": HOURLY}
+    assert harness.protocol.dispatch({"action": "create_job", "job": job}, AGENT)["ok"]
+    _more_audit(path, 1_000)
+    small = _audit_steps(path, AGENT.name)
+    _more_audit(path, 50_000)
+    large = _audit_steps(path, AGENT.name)
+
+    # Each side of the statement walks its index backwards for a page: the log's size does not count
+    # (1,075 steps at both sizes here; `source = ? OR owner = ?` took 25,634 and then 1,285,634).
+    assert large <= small * 1.1, (small, large)
+    reply = harness.protocol.dispatch({"action": "audit", "limit": 20}, AGENT)
+    assert reply["ok"] and len(reply["entries"]) == 20 and "next_before" in reply
+    harness.runner.close()
+    harness.node.lease.close()

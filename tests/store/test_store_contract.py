@@ -37,6 +37,7 @@ from cronwright.core.model import (
     State,
 )
 from cronwright.errors import DoubleRun, NameTaken, NotFound, StoreError
+from cronwright.notify.gauges import VersionedReads
 from cronwright.store import Backend, MemoryStore, ResilientStore, SqliteStore, Store, Write
 from cronwright.store.base import Saved, WriteSet
 from cronwright.timing.cron_set import CronSet
@@ -877,6 +878,20 @@ def test_first_by_id_reads_the_oldest_jobs_not_deleted(store: Store) -> None:
     assert store.first_by_id(2) == [made[0], made[2]]
     assert store.first_by_id(10) == [made[0], made[2], made[3]]
     assert store.first_by_id(0) == []
+
+
+def test_first_versions_by_id_say_which_of_the_first_jobs_changed(store: Store) -> None:
+    made = [store.insert(job(name)) for name in ("c", "a", "d", "b")]
+    store.delete(made[1].id)
+    assert store.save([made[2]]) == [DURABLE]
+    assert isinstance(store, VersionedReads)  # what the per-job metrics ask of a store
+
+    versions = store.first_versions_by_id(10)
+    assert versions is not None
+    assert versions == [(found.id, found.version) for found in store.first_by_id(10)]
+    assert versions[1] == (made[2].id, made[2].version + 1)
+    assert store.first_versions_by_id(1) == versions[:1]
+    assert store.first_versions_by_id(0) == []
 
 
 def test_a_sources_runs_are_its_jobs_not_deleted_newest_first_a_page_at_a_time(store: Store) -> None:

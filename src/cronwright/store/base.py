@@ -351,6 +351,11 @@ class Backend(Storage, Protocol):
         """
         ...
 
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]]:
+        """(id, version) of the jobs `first_by_id` would answer, read from two columns, none decoded: a
+        reader that keeps what it made of each job's version sees which changed (the /metrics gauges)."""
+        ...
+
     def delete(self, job_id: int, audit: AuditEntry | None = None) -> Job | None:
         """Marks a job deleted and returns the row that went; None if there was none. `audit` is written
         in the same transaction if a row went.
@@ -452,4 +457,9 @@ class Store(Storage, Protocol):
 
     def tombstone(self, job_id: object) -> Job | None:
         """The job a failed delete left behind, if `job_id` names one."""
+        ...
+
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]] | None:
+        """As `Backend.first_versions_by_id`, or None while writes wait in memory: their jobs are not what
+        the rows' versions say, so the reader decodes `first_by_id` instead."""
         ...

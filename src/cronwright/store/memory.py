@@ -166,6 +166,9 @@ class MemoryStore:
             # Ids are handed out rising and a dict keeps insertion order: the first are the oldest.
             return [job for job, _ in zip(self._jobs.values(), range(max(limit, 0)), strict=False)]
 
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]]:
+        return [(job.id, job.version) for job in self.first_by_id(limit)]
+
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:
             waking = [(wake, job) for job in self._jobs.values() if (wake := job.wake_at()) is not None]

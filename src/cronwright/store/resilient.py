@@ -392,6 +392,12 @@ class ResilientStore:
             stored = self.inner.first_by_id(limit + len(self._tombstones))
             return [job for job in map(self._overlay, stored) if job is not None][: max(limit, 0)]
 
+    def first_versions_by_id(self, limit: int) -> list[tuple[int, int]] | None:
+        with self._lock:
+            if self._pending or self._tombstones:
+                return None
+            return self.inner.first_versions_by_id(limit)
+
     def due(self, now: datetime, limit: int) -> list[Job]:
         with self._lock:
             due = [job for job in map(self._overlay, self.inner.due(now, limit)) if job is not None]

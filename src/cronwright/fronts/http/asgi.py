@@ -166,7 +166,8 @@ class _Api:
         self.gauges.register(AuthFailureCounts(failures))
         node, limit = app.node, app.config.node.per_job_metrics
         store = node.store
-        self.gauges.register(AlertGauges(store, lambda: gauges.view.last_pass_at, limit))
+        # Not in the registry: its per-job series are written by its own `render`, kept between scrapes.
+        self.alerts = AlertGauges(store, lambda: gauges.view.last_pass_at, limit)
 
     async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         source = _source(request)
@@ -214,7 +215,7 @@ class _Api:
     async def metrics(self, request: Request) -> Response:
         def scrape() -> bytes:
             counted = generate_latest(self.app.metrics) if self.app.metrics is not None else b""
-            return counted + generate_latest(self.gauges)
+            return counted + generate_latest(self.gauges) + self.alerts.render()
 
         return Response(await run_in_threadpool(scrape), media_type=CONTENT_TYPE_LATEST)
 

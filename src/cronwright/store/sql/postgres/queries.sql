@@ -98,6 +98,11 @@ SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND (data ->> 'b
 -- The per-job metrics' stable set: the first rows by id (the primary key), then a LIMIT.
 SELECT id, version, data FROM jobs WHERE NOT deleted ORDER BY id
 
+-- name: job_versions_by_id
+-- jobs_by_id's rows, their id and version only (no record decoded): what tells the per-job metrics
+-- which jobs changed since their last scrape. Then a LIMIT.
+SELECT id, version FROM jobs WHERE NOT deleted ORDER BY id
+
 -- name: notify
 -- Delivered when the transaction commits, and never if it rolls back.
 SELECT pg_notify(%s, %s)
