@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from prometheus_client import generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -34,21 +34,17 @@ from cronwright.core.model import AtSchedule, Job, Outcome, Persistence, Run
 
 
 class Reads(Protocol):
-    """What the gauges read of a store (the node's, or a bare one)."""
+    """What the gauges read of a store (the node's, or a bare one). `first_versions_by_id` tells which
+    jobs changed without decoding them; None when it cannot tell now (writes waiting in memory), and the
+    gauges then decode `first_by_id`."""
 
     def first_by_id(self, limit: int) -> list[Job]: ...
-
-    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]: ...
-
-
-@runtime_checkable
-class VersionedReads(Protocol):
-    """A store that tells which jobs changed without decoding them; `first_versions_by_id` is None when it
-    cannot tell now (writes waiting in memory), and the gauges then decode `first_by_id`."""
 
     def first_versions_by_id(self, limit: int) -> list[tuple[int, int]] | None: ...
 
     def get_many(self, job_ids: Sequence[int]) -> dict[int, Job]: ...
+
+    def runs(self, job_id: int | None = None, limit: int = 100) -> list[Run]: ...
 
 
 # The per-job families, in the order they are written: name, help, and whether the outcome is a label.
@@ -163,9 +159,7 @@ class AlertGauges(Collector):
     def _versions(self) -> list[tuple[int, int]] | None:
         if self._limit <= 0:
             return []
-        if isinstance(self._store, VersionedReads):
-            return self._store.first_versions_by_id(self._limit)
-        return None
+        return self._store.first_versions_by_id(self._limit)
 
     def _series(self, versions: list[tuple[int, int]] | None = None) -> list[Series]:
         """The covered jobs' samples, by id: from what is kept, decoding only the jobs whose version moved
@@ -177,8 +171,7 @@ class AlertGauges(Collector):
             self._kept = {job.id: (job.version, series_of(job, self._last_success(job))) for job in jobs}
             return [series for _, series in self._kept.values()]
         stale = [job_id for job_id, version in versions if self._kept.get(job_id, (None,))[0] != version]
-        store = self._store
-        fresh = store.get_many(stale) if stale and isinstance(store, VersionedReads) else {}
+        fresh = self._store.get_many(stale) if stale else {}
         kept: dict[int, tuple[int, Series]] = {}
         for job_id, version in versions:
             if job_id in fresh:
