@@ -41,7 +41,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--relay-fd", type=int, required=True)
     parser.add_argument("--node-pid", type=int, required=True)
     args = parser.parse_args(argv)
-    yield_to_the_node()
     runtime = Runtime(args.config)
     runtime.store_unused = True  # the node's process has said which store it uses, if it had to
     runtime.log_to_stderr()
@@ -82,6 +81,7 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     except RuntimeError as error:
         say(_log, str(error), logging.ERROR)
         return 1
+    yield_to_the_node()  # once started: its imports at full speed, so a front that died is back soon
     say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp, dashboard at /ui/)",
         url=http.url, pid=os.getpid())  # fmt: skip
     # `cronwright dashboard` finds this process, and signs its one-time links, with the key in this file.
@@ -100,17 +100,23 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
 
 
 def yield_to_the_node() -> None:
-    """Lowers this process's CPU priority below the node's, before it starts a thread (on Linux a
-    thread's nice level is its own, and a thread starts with its creator's): every thread of the fronts
-    then yields to the firing path. SCHED_BATCH too: a front's thread woken by a request does not
-    preempt a running node thread for it, it waits for the scheduler's next turn. Where the system
-    refuses (no such policy), the fronts run as they would have, at the niceness they got."""
-    with contextlib.suppress(OSError):
-        os.nice(FRONTS_NICENESS)
+    """Lowers the CPU priority of every thread of this process below the node's (on Linux each thread
+    has its own nice level and policy, and a thread starts with its creator's, so the threads started
+    later inherit it). SCHED_BATCH too: a front's thread woken by a request does not preempt a running
+    node thread for it. Without /proc (not Linux), the calling thread alone. Where the system refuses,
+    the fronts run as they would have."""
+    try:
+        threads = [int(task) for task in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
     batch = getattr(os, "SCHED_BATCH", None)
-    if batch is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, batch, os.sched_param(0))
+    for thread in threads:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile, or a refusal
+            level = os.getpriority(os.PRIO_PROCESS, thread)
+            os.setpriority(os.PRIO_PROCESS, thread, min(level + FRONTS_NICENESS, 19))
+        if batch is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(thread, batch, os.sched_param(0))
 
 
 def _changed_here(changed: Callable[[], None], node_pid: int) -> None:
