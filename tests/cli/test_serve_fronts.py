@@ -32,6 +32,7 @@ import pytest
 
 import pg
 from cronwright.core.events import Event, EventKind
+from cronwright.fronts.cli.front_process import FRONTS_NICENESS
 from cronwright.telemetry.relay import RelayWriter
 
 from .blackbox import CRONWRIGHT, Cronwright, Lines, alive, children, needs_faketime, serving, utc, wait_for
@@ -294,6 +295,28 @@ def test_a_front_stopped_inside_a_postgres_write_leaves_a_due_job_on_time(tmp_pa
             finally:
                 os.kill(front, signal.SIGCONT)
             request.join(30)
+
+
+def thread_niceness(pid: int) -> list[int]:
+    """The nice level of each thread of `pid` (on Linux each thread has its own), from /proc."""
+    levels = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            # Field 19 of stat, counted after the command's closing parenthesis (it may hold spaces).
+            levels.append(int(task.joinpath("stat").read_text().rsplit(")", 1)[1].split()[16]))
+    return levels
+
+
+def test_the_fronts_yield_the_cpu_to_the_node(cw: Cronwright) -> None:
+    """Every thread of the fronts' process runs below the node's priority, as a batch task: on a machine
+    short of cores, a busy front takes what the firing path leaves (semantic 42)."""
+    with serving(cw) as serve:
+        front = front_of(serve.pid)
+        node_level = os.getpriority(os.PRIO_PROCESS, serve.pid)
+        levels = thread_niceness(front)
+        policy = os.sched_getscheduler(front)
+    assert levels and set(levels) == {min(node_level + FRONTS_NICENESS, 19)}, levels
+    assert policy == os.SCHED_BATCH
 
 
 def test_serve_stops_at_once_with_its_front_stopped_dead(cw: Cronwright) -> None:

@@ -26,6 +26,13 @@ from cronwright.telemetry.logs import say
 
 _log = logging.getLogger("cronwright.cli")
 
+# How many nice levels below the node's process the fronts run (semantic 42). On a machine with fewer
+# cores than busy threads, the kernel's scheduler then gives the node and its workers the CPU first: a
+# front busy with requests takes what the firing path leaves, rather than half of it. At 10 a front
+# that wants a core beside a busy node gets about a tenth of it (Linux CFS weights 110 against 1024);
+# an idle node leaves it every core, so requests slow only while firings need the CPU.
+FRONTS_NICENESS = 10
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cronwright-fronts")
@@ -74,6 +81,7 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     except RuntimeError as error:
         say(_log, str(error), logging.ERROR)
         return 1
+    yield_to_the_node()  # once started: its imports at full speed, so a front that died is back soon
     say(_log, f"listening on {http.url} (HTTP API, /metrics, MCP at /mcp, dashboard at /ui/)",
         url=http.url, pid=os.getpid())  # fmt: skip
     # `cronwright dashboard` finds this process, and signs its one-time links, with the key in this file.
@@ -89,6 +97,26 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     http.stop()
     runtime.close()
     return 0
+
+
+def yield_to_the_node() -> None:
+    """Lowers the CPU priority of every thread of this process below the node's (on Linux each thread
+    has its own nice level and policy, and a thread starts with its creator's, so the threads started
+    later inherit it). SCHED_BATCH too: a front's thread woken by a request does not preempt a running
+    node thread for it. Without /proc (not Linux), the calling thread alone. Where the system refuses,
+    the fronts run as they would have."""
+    try:
+        threads = [int(task) for task in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    batch = getattr(os, "SCHED_BATCH", None)
+    for thread in threads:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile, or a refusal
+            level = os.getpriority(os.PRIO_PROCESS, thread)
+            os.setpriority(os.PRIO_PROCESS, thread, min(level + FRONTS_NICENESS, 19))
+        if batch is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(thread, batch, os.sched_param(0))
 
 
 def _changed_here(changed: Callable[[], None], node_pid: int) -> None:
