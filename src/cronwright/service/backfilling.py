@@ -10,7 +10,7 @@ fire_id.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,8 +18,8 @@ from cronwright.core import engine, timetable
 from cronwright.core.model import AtSchedule, CronSchedule, EverySchedule, Job, Run, State
 from cronwright.core.sources import Source
 from cronwright.core.timetable import fires_at
+from cronwright.declare.requests import Backfill
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
-from cronwright.service import fields
 from cronwright.service.operations import Service
 from cronwright.store.base import Write
 from cronwright.timing.backfill import MAX_BACKFILL, Plan, check_range, cover, covered, grid_from, plan
@@ -115,12 +115,12 @@ def planned(service: Service, job: Job, start: datetime, end: datetime, now: dat
     )
 
 
-def backfill(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def backfill(service: Service, request: Backfill, source: Source) -> dict[str, Any]:
     """Queues the occurrences of [from, to) that never started (or, with dry_run, lists them)."""
     reading = service.zone
-    start = parse_instant(fields.required_text(request, "from", limit=64), reading, "from")
-    end = parse_instant(fields.required_text(request, "to", limit=64), reading, "to")
-    dry = fields.flag(request, "dry_run")
+    start = parse_instant(request.from_, reading, "from")
+    end = parse_instant(request.to, reading, "to")
+    dry = bool(request.dry_run)
     job = service.job(request, source)
     for _ in range(CAS_TRIES):
         _refuse(job)

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from cronwright.config.settings import seed_label
 from cronwright.core.model import State
 from cronwright.core.sources import Source, operator
+from cronwright.declare.refusals import refusal
+from cronwright.declare.requests import CreateJob, Update
 from cronwright.errors import ConfigError, Refusal, RunAtPassed
 from cronwright.service.operations import Service
 from cronwright.telemetry.logs import say
@@ -23,6 +27,7 @@ SEED_SOURCE: Source = operator()
 # What a seed names its job by, or what a job keeps for life: not part of an update.
 IMMUTABLE = ("dedupe_key", "target", "action", "origin", "once")
 _log = logging.getLogger("cronwright.seeds")
+M = TypeVar("M", bound=BaseModel)
 
 
 def upsert_seeds(service: Service, seeds: list[dict[str, Any]], where: str | None = None) -> None:
@@ -52,9 +57,8 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         return  # a one-shot seed that already ended, or was deleted, fired its once
     if not existing:
         # A one-shot the store never knew, whose instant is long past, is refused RunAtPassed: skipped.
-        service.create_job(
-            {"job": dict(seed)}, SEED_SOURCE, audit_as="seed"
-        )  # new, or a deleted recurring seed
+        create = _request(CreateJob, {"action": "create_job", "job": dict(seed)})
+        service.create_job(create, SEED_SOURCE, audit_as="seed")  # new, or a deleted recurring seed
         return
     job = existing[-1]
     if job.state in (State.RUNNING, State.DONE, State.FAILED):
@@ -68,4 +72,13 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         # A seed declares its whole schedule: a cron without tz is read in the node zone, as at its
         # create, rather than kept in whatever zone the job has (an update's rule, semantic 26).
         changes["schedule"] = {**schedule, "tz": service.zone.key}
-    service.update({"job_id": job.id, "changes": changes}, SEED_SOURCE, audit_as="seed")
+    update = _request(Update, {"action": "update", "job_id": job.id, "changes": changes})
+    service.update(update, SEED_SOURCE, audit_as="seed")
+
+
+def _request(model: type[M], request: dict[str, Any]) -> M:
+    """The seed as the request the protocol would validate: the config checked only its spelling."""
+    try:
+        return model.model_validate(request)
+    except ValidationError as error:
+        raise refusal(error, model, "a seed") from None
