@@ -123,10 +123,15 @@ class Service:
         before: Job | None,
         after: Job | None,
         note: str | None = None,
+        *,
+        after_row: dict[str, Any] | None = None,
     ) -> AuditEntry:
-        """The audit entry of a mutation of a job from `before` to `after` (semantic 36)."""
+        """The audit entry of a mutation of a job from `before` to `after` (semantic 36); `after_row`,
+        when the caller has it already, is `after`'s row (so that a create renders its job once)."""
         job = after or before
         assert job is not None, "an entry records a job"
+        if after is not None and after_row is None:
+            after_row = self.row(after)
         return AuditEntry(
             at=self.node.clock.now(),
             source=source.name,
@@ -134,9 +139,7 @@ class Service:
             job_id=job.id,
             name=job.name,
             owner=job.created_by,
-            changes=changes(
-                None if before is None else self.row(before), None if after is None else self.row(after)
-            ),
+            changes=changes(None if before is None else self.row(before), after_row),
             request_id=request.request_id,
             origin=dict(job.origin),
             note=note,
@@ -357,11 +360,16 @@ class Service:
             made = _awaiting(armed, source)
             if dry:
                 return self._dry(made, source, adds=1, armed=armed)
-            stored = self.store.insert(made, self.entry(audit_as, request, source, None, made))
+            shown = self.row(made)
+            entry = self.entry(audit_as, request, source, None, made, after_row=shown)
+            stored = self.store.insert(made, entry)
             if timetable.jitter_of(schedule) is not None and stored.state is not State.PENDING:
                 stored = self._jitter_with_id(stored, now)
         self.node.wake()
-        return _approval({"job": self.row(stored), "persistence": self.store.persistence.value}, stored)
+        # The insert changed only the id (and the version, which a row does not show), unless a jitter
+        # armed the job again: the row rendered for the audit entry is the reply's, with its id.
+        row = {**shown, "id": stored.id} if stored.version == 1 else self.row(stored)
+        return _approval({"job": row, "persistence": self.store.persistence.value}, stored)
 
     def _jitter_with_id(self, stored: Job, now: datetime) -> Job:
         """Arms a new job again now that the store gave it its id: a jitter offset is a function of the
