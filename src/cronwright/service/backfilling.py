@@ -12,19 +12,21 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.core import engine, timetable
 from cronwright.core.model import AtSchedule, CronSchedule, EverySchedule, Job, Run, State
 from cronwright.core.sources import Source
 from cronwright.core.timetable import fires_at
-from cronwright.declare.requests import Backfill
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
 from cronwright.service.operations import Service
 from cronwright.store.base import Write
 from cronwright.timing.backfill import MAX_BACKFILL, Plan, check_range, cover, covered, grid_from, plan
 from cronwright.timing.iso import as_utc, parse_instant, render
 from cronwright.timing.zones import zone
+
+if TYPE_CHECKING:  # the request models, for their types: see operations.py
+    from cronwright.declare.requests import Backfill
 
 CAS_TRIES = 8
 _MICRO = timedelta(microseconds=1)

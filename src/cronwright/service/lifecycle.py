@@ -6,7 +6,7 @@ its audit entry in the transaction of its change (semantic 36)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.core import engine
 from cronwright.core.audit import AuditEntry
@@ -16,7 +16,6 @@ from cronwright.core.model import (
     State,
 )
 from cronwright.core.sources import OPERATOR, Source
-from cronwright.declare.requests import Approve, Delete, Pause, Reject, Resume, RunNow, Tick
 from cronwright.errors import (
     Invalid,
     JobNotPending,
@@ -25,6 +24,9 @@ from cronwright.errors import (
 )
 from cronwright.node import drive, handoff
 from cronwright.service.operations import Service
+
+if TYPE_CHECKING:  # the request models, for their types: see operations.py
+    from cronwright.declare.requests import Approve, Delete, Pause, Reject, Resume, RunNow, Tick
 
 
 def pending_job(service: Service, request: Approve | Reject, source: Source, verb: str) -> Job:

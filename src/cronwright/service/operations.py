@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from cronwright.core import engine, timetable
@@ -31,16 +31,6 @@ from cronwright.core.model import (
 )
 from cronwright.core.notifications import Notification
 from cronwright.core.sources import Source
-from cronwright.declare.job_fields import (
-    AtSpec,
-    Changes,
-    CronSpec,
-    EveryMsSpec,
-    EverySpec,
-    JobSpec,
-    ZoneSpec,
-)
-from cronwright.declare.requests import CreateJob, Request, Update
 from cronwright.errors import (
     Invalid,
     JobRunning,
@@ -64,15 +54,29 @@ from cronwright.timing.jitter import parse_jitter
 from cronwright.timing.lifetime import resolve_end
 from cronwright.timing.zones import zone
 
+if TYPE_CHECKING:
+    # The request models, for their types only: `tick` builds a service, validates no request, and must
+    # not load pydantic for it (tests/cli/test_tick_imports.py). A request reaching an operation was
+    # validated by them, so they are loaded by then; the isinstance checks import them there.
+    from cronwright.declare.job_fields import (
+        AtSpec,
+        Changes,
+        CronSpec,
+        EveryMsSpec,
+        EverySpec,
+        JobSpec,
+        ZoneSpec,
+    )
+    from cronwright.declare.requests import CreateJob, Request, Update
+
+    # A schedule as a create or an update gives it (ZoneSpec: an update's zone alone).
+    ScheduleSpec = CronSpec | EverySpec | EveryMsSpec | AtSpec
+
 MAX_ARGS_BYTES = 16_384
 LIST_PAGE_MAX = 1000  # the most rows one page of `list` holds
 _MS = timedelta(milliseconds=1)
 NEXT_FIRINGS = 5  # the occurrences to come that `get` (and `show`) lists
-MUTABLE = tuple(Changes.model_fields)  # what an update may change
 MAX_ORIGIN_BYTES = 4096  # a job's origin is stored with it and shown in every row
-
-# A schedule as a create or an update gives it (ZoneSpec: an update's zone alone).
-ScheduleSpec = CronSpec | EverySpec | EveryMsSpec | AtSpec
 
 
 class Named(Protocol):
@@ -177,10 +181,12 @@ class Service:
         The request's model checked the shape (one kind, its own keys); checks that depend on the moment
         (a `run_at` in the past) are `_check_new`'s.
         """
+        from cronwright.declare.job_fields import AtSpec, ZoneSpec  # loaded: see TYPE_CHECKING above
+
         if run_at is not None and spec is not None:
             raise Invalid("schedule", "give either 'schedule' or 'run_at', not both")
         if run_at is not None:
-            spec = AtSpec(at=run_at)
+            return AtSchedule(parse_instant(run_at, self.zone, "run_at"))
         if spec is None:
             raise Invalid(
                 "schedule",
@@ -211,6 +217,8 @@ class Service:
 
     def _timing(self, spec: ScheduleSpec, source: Source, base: Schedule | None) -> Schedule:
         """The schedule `spec` gives, without its jitter."""
+        from cronwright.declare.job_fields import AtSpec, CronSpec, EveryMsSpec  # see TYPE_CHECKING above
+
         if isinstance(spec, CronSpec):
             expression = CronSet.parse(spec.cron, "schedule.cron")
             if spec.tz:
@@ -457,7 +465,8 @@ class Service:
         changes = request.changes
         given = changes.model_fields_set
         if not given:
-            raise Invalid("changes", f"'changes' must be an object with any of: {', '.join(sorted(MUTABLE))}")
+            mutable = ", ".join(sorted(type(changes).model_fields))
+            raise Invalid("changes", f"'changes' must be an object with any of: {mutable}")
         engine.check_updatable(job)
         dry = bool(request.dry_run)
         now = self.node.clock.now()

@@ -6,7 +6,7 @@ reads its own schedules and entries only (semantics 36 and 40), and a request co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.core import engine
 from cronwright.core.audit import entry_row
@@ -14,16 +14,6 @@ from cronwright.core.model import (
     State,
 )
 from cronwright.core.sources import Source
-from cronwright.declare.requests import (
-    Audit,
-    Get,
-    History,
-    ListJobs,
-    Notifications,
-    Preview,
-    Status,
-    Targets,
-)
 from cronwright.notify.rows import delivery_row
 from cronwright.service.job_rows import firing_row, run_row
 from cronwright.service.operations import NEXT_FIRINGS, Service
@@ -31,6 +21,18 @@ from cronwright.store.base import Troubled
 from cronwright.timing.iso import parse_instant, render
 from cronwright.timing.preview import preview as preview_firings
 from cronwright.timing.zones import zone
+
+if TYPE_CHECKING:  # the request models, for their types: see operations.py
+    from cronwright.declare.requests import (
+        Audit,
+        Get,
+        History,
+        ListJobs,
+        Notifications,
+        Preview,
+        Status,
+        Targets,
+    )
 
 
 def get(service: Service, request: Get, source: Source) -> dict[str, Any]:

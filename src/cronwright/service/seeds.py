@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from cronwright.config.settings import seed_label
 from cronwright.core.model import State
 from cronwright.core.sources import Source, operator
-from cronwright.declare.refusals import refusal
-from cronwright.declare.requests import CreateJob, Update
 from cronwright.errors import ConfigError, Refusal, RunAtPassed
 from cronwright.service.operations import Service
 from cronwright.telemetry.logs import say
@@ -27,7 +23,9 @@ SEED_SOURCE: Source = operator()
 # What a seed names its job by, or what a job keeps for life: not part of an update.
 IMMUTABLE = ("dedupe_key", "target", "action", "origin", "once")
 _log = logging.getLogger("cronwright.seeds")
-M = TypeVar("M", bound=BaseModel)
+
+if TYPE_CHECKING:
+    from cronwright.declare.requests import CreateJob, Update
 
 
 def upsert_seeds(service: Service, seeds: list[dict[str, Any]], where: str | None = None) -> None:
@@ -57,8 +55,7 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         return  # a one-shot seed that already ended, or was deleted, fired its once
     if not existing:
         # A one-shot the store never knew, whose instant is long past, is refused RunAtPassed: skipped.
-        create = _request(CreateJob, {"action": "create_job", "job": dict(seed)})
-        service.create_job(create, SEED_SOURCE, audit_as="seed")  # new, or a deleted recurring seed
+        service.create_job(_create(seed), SEED_SOURCE, audit_as="seed")  # new, or a deleted recurring seed
         return
     job = existing[-1]
     if job.state in (State.RUNNING, State.DONE, State.FAILED):
@@ -72,13 +69,32 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         # A seed declares its whole schedule: a cron without tz is read in the node zone, as at its
         # create, rather than kept in whatever zone the job has (an update's rule, semantic 26).
         changes["schedule"] = {**schedule, "tz": service.zone.key}
-    update = _request(Update, {"action": "update", "job_id": job.id, "changes": changes})
-    service.update(update, SEED_SOURCE, audit_as="seed")
+    service.update(_update(job.id, changes), SEED_SOURCE, audit_as="seed")
 
 
-def _request(model: type[M], request: dict[str, Any]) -> M:
-    """The seed as the request the protocol would validate: the config checked only its spelling."""
+# The seed as the request the protocol would validate (the config checked only its spelling). pydantic is
+# imported here, when a seed is written, not with this module: `tick` loads none (test_tick_imports.py).
+
+
+def _create(seed: Mapping[str, Any]) -> CreateJob:
+    from pydantic import ValidationError
+
+    from cronwright.declare.refusals import refusal
+    from cronwright.declare.requests import CreateJob
+
     try:
-        return model.model_validate(request)
+        return CreateJob.model_validate({"action": "create_job", "job": dict(seed)})
     except ValidationError as error:
-        raise refusal(error, model, "a seed") from None
+        raise refusal(error, CreateJob, "a seed") from None
+
+
+def _update(job_id: int, changes: dict[str, Any]) -> Update:
+    from pydantic import ValidationError
+
+    from cronwright.declare.refusals import refusal
+    from cronwright.declare.requests import Update
+
+    try:
+        return Update.model_validate({"action": "update", "job_id": job_id, "changes": changes})
+    except ValidationError as error:
+        raise refusal(error, Update, "a seed") from None
