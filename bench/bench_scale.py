@@ -7,8 +7,8 @@ cronwright runs on a manual clock at T0 (2026-03-02 10:00 UTC), SQLite, a no-op 
 
 Figures:
 
-- add: schedules created per second through `Protocol.dispatch` (create_job), the operator's path, each its
-  own durable transaction (the service has no batched create). A full run creates all N this way and
+- add: schedules created per second through `RequestHandler.dispatch` (create_job), the operator's path,
+  each its own durable transaction (the service has no batched create). A full run creates all N this way and
   reports the time; --quick (and --add-sample K) creates only the first 1,000 (K) so, copies a row the
   service made for the rest (`common.clone_rows`), and estimates the time to add N from the measured rate;
 - RSS and startup: in a fresh child process, the time from opening the store to the end of the node's first

@@ -29,7 +29,7 @@ from cronwright.core.model import Job, Occurrence, Outcome, Result
 from cronwright.core.sources import Source, operator
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.codec import instant, micros
 from cronwright.store.sqlite import SqliteStore
@@ -272,7 +272,7 @@ class Stack:
     store: SqliteStore
     node: Node
     service: Service
-    protocol: Protocol
+    protocol: RequestHandler
 
     def call(self, request: dict[str, Any], source: Source = OPERATOR) -> dict[str, Any]:
         reply = self.protocol.dispatch(request, source)
@@ -290,7 +290,7 @@ def stack(path: Path, clock: Clock, runner: Any = None, workers: int = WORKERS) 
     store = SqliteStore(path)
     node = Node(store, runner or NoOp(), clock, MemorySink(), NodeSettings(max_concurrency=workers))
     service = Service(node, ALLOWLIST, Limits(UTC_ZONE))
-    return Stack(store, node, service, Protocol(service))
+    return Stack(store, node, service, RequestHandler(service))
 
 
 def create_request(name: str, schedule: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from cronwright.core.sources import operator
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
 from cronwright.notify.alerting import Alerting
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.base import Backend
 from cronwright.store.memory import MemoryStore
@@ -130,7 +130,7 @@ class Harness:
     events: MemorySink
     node: Node
     service: Service
-    protocol: Protocol
+    protocol: RequestHandler
     raw_store: Backend
 
     def call(self, action: str, **fields: Any) -> dict[str, Any]:
@@ -183,7 +183,7 @@ def make_harness(
     )
     node = Node(store, runner, clock, events, settings, node_id=node_id, alerting=alerting)
     service = Service(node, ALLOWED, Limits(zone, misfire_grace=grace))
-    harness = Harness(clock, runner, events, node, service, Protocol(service), store)
+    harness = Harness(clock, runner, events, node, service, RequestHandler(service), store)
     if boot:
         node.boot()
     return harness

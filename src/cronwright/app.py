@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from cronwright.config.settings import Config
     from cronwright.node.runner import Runner
     from cronwright.notify.loop import DeliveryLoop
-    from cronwright.protocol import Protocol
+    from cronwright.protocol import RequestHandler
     from cronwright.service.reloading import Prepared, ReloadReport
     from cronwright.store.base import Backend
     from cronwright.targets.allowlist import Allowlist
@@ -51,19 +51,19 @@ class App:
     changes: Changes = field(default_factory=Changes)
     # Told of each config a reload applied (the fronts swap their sources and tokens): see `reload`.
     on_reload: list[Callable[[Config], None]] = field(default_factory=list)
-    _protocol: Protocol | None = None
+    _protocol: RequestHandler | None = None
     _protocol_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
-    def protocol(self) -> Protocol:
+    def protocol(self) -> RequestHandler:
         """The protocol over the service, made on first use: a `tick` makes no request, so never pays.
         One for the app's life, even when serve's threads ask at once: it keeps the mutation rate limits."""
         if self._protocol is None:
-            from cronwright.protocol import Protocol
+            from cronwright.protocol import RequestHandler
 
             with self._protocol_lock:
                 if self._protocol is None:
-                    self._protocol = Protocol(self.service, self.config.node.max_message_bytes)
+                    self._protocol = RequestHandler(self.service, self.config.node.max_message_bytes)
         return self._protocol
 
     def reload(self, config: Config) -> ReloadReport:

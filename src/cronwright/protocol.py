@@ -37,10 +37,12 @@ log = logging.getLogger("cronwright.protocol")
 REQUEST_ID_LIMIT = 200
 MAX_DEPTH = 32
 
-Handler = Callable[[Service, Mapping[str, Any], Source], dict[str, Any]]
+# An operation takes the request as its action's model (`MODELS[action]`) validated it: a mapping from
+# each action to a function of that action's own model cannot be spelled in one dict type, hence `Any`.
+Handler = Callable[[Service, Any, Source], dict[str, Any]]
 
 # The service's operation for each action (but `interface`, which the protocol answers itself). Each
-# request is validated with its model in `cronwright.declare.requests` first.
+# request is validated with its model in `cronwright.declare.requests` first, and handed over as it is.
 ACTIONS: dict[str, Handler] = {
     "create_job": Service.create_job,
     "update": Service.update,
@@ -67,7 +69,10 @@ def interface() -> dict[str, Any]:
     return {"actions": [{"action": name, "example": example(name)} for name in MODELS]}
 
 
-class Protocol:
+class RequestHandler:
+    """Answers the protocol's messages for every front: decodes, bounds, validates each request with its
+    action's model, and hands it to the service's operation."""
+
     def __init__(self, service: Service, max_message_bytes: int = 65536) -> None:
         self.service = service
         self.max_message_bytes = max_message_bytes
@@ -136,7 +141,7 @@ class Protocol:
             raise refusal(error, model, f"a `{action}` request") from None
         if action == "interface":
             return {"ok": True, **interface()}
-        return {"ok": True, **ACTIONS[action](self.service, validated.model_dump(exclude_unset=True), source)}
+        return {"ok": True, **ACTIONS[action](self.service, validated, source)}
 
 
 def _refuse_constant(name: str) -> object:

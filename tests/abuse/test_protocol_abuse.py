@@ -1,8 +1,9 @@
 """Hostile input thrown at the protocol: over 100,000 messages, and a few huge ones.
 
-Every input goes through `Protocol.handle` (raw bytes) or `Protocol.dispatch` (a decoded object, as the
-HTTP and MCP fronts pass it). For each: no exception escapes, it returns within a bound, the reply is an
-object with a bool `ok` that strict JSON can carry, and a refused request leaves the store as it was.
+Every input goes through `RequestHandler.handle` (raw bytes) or `RequestHandler.dispatch` (a decoded
+object, as the HTTP and MCP fronts pass it). For each: no exception escapes, it returns within a bound, the
+reply is an object with a bool `ok` that strict JSON can carry, and a refused request leaves the store as it
+was.
 The node runs on a real SQLite store, so what reaches the store is really written, and really encoded.
 
 Memory is bounded: each huge input (10 MB strings, 100,000 levels of nesting, 100,000-digit numbers) may
@@ -35,7 +36,7 @@ from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Persistence
 from cronwright.core.sources import Source, operator
-from cronwright.protocol import ACTIONS, Protocol
+from cronwright.protocol import ACTIONS, RequestHandler
 from cronwright.store.sqlite import SqliteStore
 
 from .guard import Meter, time_limit
@@ -712,7 +713,7 @@ HUGE: dict[str, tuple[str, Any, int, str]] = {
 
 
 def test_huge_inputs_are_refused_quickly_in_bounded_memory_and_change_nothing(target: Target) -> None:
-    large = Protocol(target.harness.service, max_message_bytes=64 * 2**20)
+    large = RequestHandler(target.harness.service, max_message_bytes=64 * 2**20)
     meter = Meter(HUGE_BOUND)
     with time_limit(120):
         for name, (how, message, size, error) in HUGE.items():

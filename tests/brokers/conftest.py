@@ -110,6 +110,7 @@ class Worker:
         return self._list(f"{self.queue}:revoked")
 
     def _list(self, key: str) -> list[dict[str, Any]]:
+        # The ignore below is kept: redis-py types lrange as an Awaitable or a list (sync and async clients).
         entries: list[bytes] = self.records.lrange(key, 0, -1)  # type: ignore[assignment]
         return [json.loads(entry) for entry in entries]
 
@@ -119,6 +120,7 @@ class Worker:
         with contextlib.suppress(Exception):  # a queue left behind is harmless, only untidy
             from kombu.connection import Connection
 
+            # The ignore below is kept: kombu ships no type hints.
             with Connection(self.broker, connect_timeout=3) as connection:  # type: ignore[no-untyped-call]
                 connection.default_channel.queue_delete(self.queue)
 

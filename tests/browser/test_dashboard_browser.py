@@ -104,7 +104,8 @@ def test_the_operator_logs_in_once_with_the_printed_link(context: BrowserContext
     page.goto("/ui/approvals")
     shoot(page, seeded, "approvals")
     # The link is spent: a second browser cannot use it.
-    other = context.browser.new_context(base_url=seeded.url)  # type: ignore[union-attr]
+    assert context.browser is not None  # a context made by a browser (not a persistent one) has it
+    other = context.browser.new_context(base_url=seeded.url)
     try:
         again = other.new_page()
         again.goto(link)

@@ -10,6 +10,7 @@ import pytest
 from conftest import ALLOWED
 from cronwright.app import build
 from cronwright.config.settings import load
+from cronwright.core.model import Job, Occurrence, Result
 from cronwright.errors import ConfigError
 from cronwright.store.memory import MemoryStore
 
@@ -27,8 +28,11 @@ END:VCALENDAR
 
 
 class _NoRunner:
-    def run(self, job: object, occurrence: object) -> object:
+    def run(self, job: Job, occurrence: Occurrence) -> Result:
         raise AssertionError("nothing runs here")
+
+    def cancel(self, occurrence: Occurrence) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -44,7 +48,7 @@ def test_a_calendar_in_the_config_reaches_the_node_with_its_ics_read_beside_the_
         '[calendars.freeze]\ndates = ["2026-12-24"]\nics = "freeze.ics"\n',
         encoding="utf-8",
     )
-    app = build(load(str(path)), _NoRunner(), ALLOWED, store=MemoryStore(), seed=False)  # type: ignore[arg-type]
+    app = build(load(str(path)), _NoRunner(), ALLOWED, store=MemoryStore(), seed=False)
     try:
         calendars = app.node.rules.calendars
         assert list(calendars) == ["freeze"]

@@ -13,6 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Harness
 from cronwright.core.sources import Source
+from cronwright.declare.requests import Request
 from cronwright.service.seeds import upsert_seeds
 from cronwright.store.base import WriteSet
 from protocol.support import agent, create
@@ -133,7 +134,7 @@ def test_a_lost_race_writes_no_entry(harness: Harness) -> None:
     job = harness.service.store.find("report")
     assert job is not None
     harness.service.store.save(WriteSet([job.evolve(occurrences=9)]))  # another writer moved the row on
-    entry = harness.service.entry("pause", {}, AGENT, job, job)
+    entry = harness.service.entry("pause", Request(), AGENT, job, job)
 
     changed = job.evolve(occurrences=1)
     written = harness.service.store.save(WriteSet([changed], audit=[entry]))

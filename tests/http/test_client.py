@@ -45,6 +45,7 @@ def test_a_refusal_raises_with_the_protocols_reply(tmp_path: Path) -> None:
         with pytest.raises(Refused) as forbidden:
             cw.create_job("x", "backup", "nightly", schedule={"every": "1h"})
         with pytest.raises(Refused) as mistyped:
+            # The ignores below are kept: deliberate misuse, wrong types that the client's models refuse.
             cw.create_job("x", "echo", "hello", schedule={"every": "1h"}, max_attempts="3")  # type: ignore[arg-type]
         with pytest.raises(Refused) as typo:
             cw.update("x", lifetme="1d")

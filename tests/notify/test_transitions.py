@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from conftest import BERLIN, Harness, at, make_harness
 from cronwright.clock import ManualClock
@@ -30,9 +31,9 @@ def sent(harness: Harness) -> list[tuple[str, str | None]]:
     return [(row.transition, (row.payload.get("job") or {}).get("name")) for row in rows]
 
 
-def alerting_harness(tmp_path: Path, clock: ManualClock, **settings: object) -> Harness:
+def alerting_harness(tmp_path: Path, clock: ManualClock, **settings: Any) -> Harness:
     store = SqliteStore(tmp_path / "cronwright.db")
-    return make_harness(store, clock, alerting=EVERYTHING, **settings)  # type: ignore[arg-type]
+    return make_harness(store, clock, alerting=EVERYTHING, **settings)
 
 
 def test_a_job_failing_twice_alerts_failed_once_then_recovered_once(

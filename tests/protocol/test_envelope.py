@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Harness
 from cronwright.core.sources import operator
-from cronwright.protocol import ACTIONS, Protocol
+from cronwright.protocol import ACTIONS, RequestHandler
 
 from .support import agent, create, refused, snapshot
 
@@ -161,7 +161,7 @@ def test_a_configured_source_is_trusted(harness: Harness) -> None:
 
 
 def test_the_size_limit_counts_bytes(harness: Harness) -> None:
-    protocol = Protocol(harness.service, max_message_bytes=1024)
+    protocol = RequestHandler(harness.service, max_message_bytes=1024)
     exact = b'{"action": "list"}'.ljust(1024)
     assert protocol.handle(exact, operator()) == {"ok": True, "jobs": []}
     reply = protocol.handle(exact + b" ", operator())
@@ -183,7 +183,7 @@ def test_an_oversized_create_changes_nothing(harness: Harness) -> None:
 def test_deep_nesting_is_refused_cleanly(harness: Harness) -> None:
     deep = "[" * 100_000 + "]" * 100_000
     for message in (deep, '{"action": "list", "x": ' + deep + "}"):
-        reply = Protocol(harness.service, max_message_bytes=1_000_000).handle(message, operator())
+        reply = RequestHandler(harness.service, max_message_bytes=1_000_000).handle(message, operator())
         assert reply is not None and reply["error"] == "invalid_json", reply
     # The same, decoded already (a Python caller): refused without recursing 100000 levels.
     nested: list[Any] = []
@@ -239,6 +239,7 @@ def test_lone_surrogates_are_not_text(harness: Harness) -> None:
 def test_values_of_no_json_type_are_refused(harness: Harness) -> None:
     refused(harness, create("x", args={"when": object()}), "invalid_json")
     refused(harness, create("x", args={"pair": (1, 2)}), "invalid_json")
+    # The ignore below is kept: deliberate misuse, a key that is not a string (an in-process caller's).
     refused(harness, {"action": "list", 3: "three"}, "invalid_json")  # type: ignore[dict-item]
 
 

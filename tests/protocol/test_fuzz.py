@@ -15,13 +15,17 @@ from hypothesis import strategies as st
 from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.sources import Source, operator
+from cronwright.declare.job_fields import Changes, CronSpec, EveryMsSpec, EverySpec, JobSpec
 from cronwright.protocol import ACTIONS
-from cronwright.service.operations import JOB_FIELDS, MUTABLE, SCHEDULE_KEYS
 from cronwright.store.sqlite import SqliteStore
 
 from .support import agent, snapshot
 
 ACTION_NAMES = [*ACTIONS, "interface"]
+# The keys a job, a change and a schedule have, as the request models declare them.
+JOB_FIELDS = set(JobSpec.model_fields)
+MUTABLE = set(Changes.model_fields)
+SCHEDULE_KEYS = {*CronSpec.model_fields, *EverySpec.model_fields, *EveryMsSpec.model_fields, "at"}
 REQUEST_KEYS = [
     "action", "request_id", "job", "job_id", "name", "changes", "state", "target", "limit", "expression",
     "tz", "after", "after_name", "count",

@@ -16,7 +16,7 @@ from cronwright.clock import ManualClock
 from cronwright.core.events import Event, EventKind
 from cronwright.core.sources import Source
 from cronwright.declare.replies import JobRow
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 from cronwright.telemetry.sinks import MetricsSink
@@ -211,7 +211,7 @@ def test_a_range_of_more_than_a_thousand_says_where_to_go_on(harness: Harness) -
 def test_once_the_history_is_full_what_it_may_have_pruned_is_left_out(tmp_path: Path) -> None:
     clock = ManualClock(at("2026-03-02T09:00:00+01:00"))
     small = make_harness(SqliteStore(tmp_path / "small.db", run_history=3), clock)
-    protocol = Protocol(Service(small.node, ALLOWED, Limits(BERLIN, run_history=3)))
+    protocol = RequestHandler(Service(small.node, ALLOWED, Limits(BERLIN, run_history=3)))
     small.create("hourly", HOURLY)
     for hour in (10, 11, 12, 13):
         clock.set(at(f"2026-03-02T{hour}:00:10+01:00"))

@@ -21,7 +21,7 @@ from cronwright.node import handoff
 from cronwright.node.node_ids import new_node_id
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 
@@ -34,7 +34,7 @@ class ShortLived:
         self.node = Node(
             SqliteStore(path), self.runner, harness.clock, MemorySink(), NodeSettings(), short_lived=True
         )
-        self.protocol = Protocol(Service(self.node, ALLOWED, Limits(BERLIN)))
+        self.protocol = RequestHandler(Service(self.node, ALLOWED, Limits(BERLIN)))
 
     def call(self, action: str, **fields: object) -> dict[str, Any]:  # a protocol reply, as Harness.call
         return self.protocol.dispatch({"action": action, **fields}, operator())

@@ -191,6 +191,7 @@ def test_a_create_that_a_node_fired_before_the_read_back_is_still_found_landed(l
         return None if found is None else found.evolve(version=found.version + 2)
 
     store.lose = 1
+    # The ignore below is kept: the test swaps a method on the class for one call, on purpose.
     LostReplies.find = fired_meanwhile  # type: ignore[method-assign]
     try:
         reply = lossy.call("create_job", job={"name": "now", "target": "reports", "action": "daily",

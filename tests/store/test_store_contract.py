@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -66,6 +67,7 @@ class Case:
     def open_lossy(self) -> tuple[Store, LostReplies]:
         """A handle whose backend loses the replies to its writes on cue (see LostReplies)."""
         lossy = LostReplies(self.opener(100))
+        # The ignore below is kept: LostReplies wraps a backend by delegation, declaring no Backend.
         store = ResilientStore(lossy, MemorySink())  # type: ignore[arg-type]
         self.opened.append(store)
         return store, lossy
@@ -1159,15 +1161,15 @@ def test_delete_unreadable_marks_a_row_deleted_without_reading_it(store: Store) 
 # --- the audit log (semantic 36) ---------------------------------------------------------------------------
 
 
-def entry(action: str, job_id: int = 0, source: str = "agent", **fields: object) -> AuditEntry:
-    settings: dict[str, object] = {"at": T0, "name": "nightly", "owner": source}
+def entry(action: str, job_id: int = 0, source: str = "agent", **fields: Any) -> AuditEntry:
+    settings: dict[str, Any] = {"at": T0, "name": "nightly", "owner": source}
     settings["changes"] = {"state": ("a", "b")}
     settings.update(fields)
-    return AuditEntry(source=source, action=action, job_id=job_id, **settings)  # type: ignore[arg-type]
+    return AuditEntry(source=source, action=action, job_id=job_id, **settings)
 
 
-def actions(store: Store, **filters: object) -> list[str]:
-    return [found.action for found in store.audit(**filters)]  # type: ignore[arg-type]
+def actions(store: Store, **filters: Any) -> list[str]:
+    return [found.action for found in store.audit(**filters)]
 
 
 def test_an_entry_is_written_with_its_insert_and_read_back_whole(store: Store) -> None:

@@ -27,6 +27,7 @@ def context(**secrets: str) -> Context:
 
 def test_scalars_lists_and_dicts_become_json_schema_types() -> None:
     @cronwright.action
+    # The ignore below is kept: bare dict and list annotations are what the decorator is tested on.
     def act(a: str, b: int, c: float, d: bool, e: list[int], f: dict[str, str], g: dict, h: list) -> None:  # type: ignore[type-arg]
         pass
 
@@ -103,6 +104,7 @@ def test_the_schema_validates_args_as_the_function_expects() -> None:
 
 def test_ctx_by_name_or_by_annotation_is_the_context_not_an_arg() -> None:
     @cronwright.action
+    # The ignore below is kept: an unannotated `ctx` is what the decorator is tested on.
     def by_name(ctx, n: int) -> Any:  # type: ignore[no-untyped-def]
         return ctx.fire_id, n
 

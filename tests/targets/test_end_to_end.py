@@ -22,7 +22,7 @@ from cronwright.core.events import FanOut, MemorySink
 from cronwright.core.sources import operator
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 from cronwright.targets.executor import TargetRunner
@@ -73,7 +73,7 @@ def at(text: str) -> datetime:
 class Live:
     clock: ManualClock
     node: Node
-    protocol: Protocol
+    protocol: RequestHandler
     runner: TargetRunner
 
     def ok(self, action: str, **fields: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     node = Node(store, runner, clock, events, NodeSettings(shutdown_grace=timedelta(seconds=5)))
     service = Service(node, registry, Limits(BERLIN))
     node.boot()
-    yield Live(clock, node, Protocol(service), runner)
+    yield Live(clock, node, RequestHandler(service), runner)
     node.stop()
     node.store.close()
 

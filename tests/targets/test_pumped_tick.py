@@ -25,7 +25,7 @@ from cronwright.core.sources import operator
 from cronwright.node import drive
 from cronwright.node.node_settings import NodeSettings
 from cronwright.node.scheduler import Node
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 from cronwright.service.operations import Limits, Service
 from cronwright.store.sqlite import SqliteStore
 from cronwright.targets import registry as registry_module
@@ -49,7 +49,7 @@ LONG_BEAT = timedelta(hours=1)
 class Ticking:
     clock: ManualClock
     node: Node
-    protocol: Protocol
+    protocol: RequestHandler
     runner: TargetRunner
 
     def create(self, name: str, target: str, action: str) -> None:
@@ -87,7 +87,7 @@ def ticking(tmp_path: Path) -> Iterator[Ticking]:
     node = Node(store, runner, clock, FanOut([MemorySink()]), settings)
     service = Service(node, registry, Limits(BERLIN))
     node.boot()
-    yield Ticking(clock, node, Protocol(service), runner)
+    yield Ticking(clock, node, RequestHandler(service), runner)
     node.stop()
     node.store.close()
 

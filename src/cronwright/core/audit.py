@@ -55,6 +55,12 @@ class AuditEntry:
 
 def changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> dict[str, tuple[Any, Any]]:
     """The fields that differ between two job rows, each as (before, after); a missing row is all nulls."""
+    if before is None and after is not None:
+        # A new job (a create's entry): every field it has, against nothing. Nothing equals None but
+        # None, so this is the loop below without its comparisons.
+        return {
+            name: (None, now) for name, now in after.items() if now is not None and name not in _UNCHANGING
+        }
     old, new = before or {}, after or {}
     found: dict[str, tuple[Any, Any]] = {}
     for name in [*old, *(key for key in new if key not in old)]:

@@ -50,7 +50,7 @@ from cronwright.declare.requests import (
 from cronwright.declare.types import Flag, whole
 from cronwright.fronts.render import counted
 from cronwright.node.scheduler import Node
-from cronwright.protocol import Protocol
+from cronwright.protocol import RequestHandler
 
 log = logging.getLogger("cronwright.mcp")
 
@@ -282,7 +282,11 @@ class _Arguments(ArgModelBase):
 
 
 def build_server(
-    protocol: Protocol, source_of: SourceOf, on_change: OnChange | None = None, *, operator: bool = False
+    protocol: RequestHandler,
+    source_of: SourceOf,
+    on_change: OnChange | None = None,
+    *,
+    operator: bool = False,
 ) -> MCPServer:
     """An MCP server whose tools call `protocol` as the source `source_of` picks for each call. An
     `operator` session (stdio, as the local operator) also has schedules_approve and schedules_reject."""
@@ -348,7 +352,9 @@ def refusal_text(reply: Reply) -> str:
 class _Call:
     """One tool's body: validate its arguments, send the protocol request, and answer."""
 
-    def __init__(self, spec: ToolSpec, protocol: Protocol, source_of: SourceOf, on_change: OnChange | None):
+    def __init__(
+        self, spec: ToolSpec, protocol: RequestHandler, source_of: SourceOf, on_change: OnChange | None
+    ):
         self._spec = spec
         self._protocol = protocol
         self._source_of = source_of
@@ -495,7 +501,9 @@ def summary(action: str, reply: Mapping[str, Any]) -> str:
 # --- stdio ----------------------------------------------------------------------------------------------
 
 
-def serve_stdio(protocol: Protocol, node: Node, source: Source, on_change: OnChange | None = None) -> None:
+def serve_stdio(
+    protocol: RequestHandler, node: Node, source: Source, on_change: OnChange | None = None
+) -> None:
     """Serves MCP over stdin and stdout as `source` until the client closes the connection."""
 
     def changed(action: str) -> None:

@@ -10,21 +10,23 @@ fire_id.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.core import engine, timetable
 from cronwright.core.model import AtSchedule, CronSchedule, EverySchedule, Job, Run, State
 from cronwright.core.sources import Source
 from cronwright.core.timetable import fires_at
 from cronwright.errors import Invalid, JobNotActive, JobRunning, JobTerminal
-from cronwright.service import fields
 from cronwright.service.operations import Service
 from cronwright.store.base import Write, WriteSet
 from cronwright.timing.backfill import MAX_BACKFILL, Plan, check_range, cover, covered, grid_from, plan
 from cronwright.timing.iso import as_utc, parse_instant, render
 from cronwright.timing.zones import zone
+
+if TYPE_CHECKING:  # the request models, for their types: see operations.py
+    from cronwright.declare.requests import Backfill
 
 CAS_TRIES = 8
 _MICRO = timedelta(microseconds=1)
@@ -115,12 +117,12 @@ def planned(service: Service, job: Job, start: datetime, end: datetime, now: dat
     )
 
 
-def backfill(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def backfill(service: Service, request: Backfill, source: Source) -> dict[str, Any]:
     """Queues the occurrences of [from, to) that never started (or, with dry_run, lists them)."""
     reading = service.zone
-    start = parse_instant(fields.required_text(request, "from", limit=64), reading, "from")
-    end = parse_instant(fields.required_text(request, "to", limit=64), reading, "to")
-    dry = fields.flag(request, "dry_run")
+    start = parse_instant(request.from_, reading, "from")
+    end = parse_instant(request.to, reading, "to")
+    dry = bool(request.dry_run)
     job = service.job(request, source)
     for _ in range(CAS_TRIES):
         _refuse(job)

@@ -1,17 +1,19 @@
 """The operations every front shares: validation, authorization, quotas, then the engine and the store.
 
-Each operation takes the request's fields as decoded JSON and the source asking, and returns the
-reply's fields. A refusal raises a `Refusal` and changes nothing.
+Each operation takes its request as the protocol validated it (its model in `declare.requests`: the
+shape is checked there, once) and the source asking, and returns the reply's fields. What the values
+mean (a cron expression that can fire, a zone that exists, a quota) is checked here. A refusal raises a
+`Refusal` and changes nothing.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from cronwright.core import engine, timetable
@@ -30,7 +32,6 @@ from cronwright.core.model import (
 from cronwright.core.notifications import Notification
 from cronwright.core.sources import Source
 from cronwright.errors import (
-    ImmutableField,
     Invalid,
     JobRunning,
     LifetimeTooLong,
@@ -42,7 +43,7 @@ from cronwright.errors import (
     TargetNotAllowed,
 )
 from cronwright.node.scheduler import Node
-from cronwright.service import dryrun, fields
+from cronwright.service import dryrun
 from cronwright.service.job_rows import job_row
 from cronwright.store.base import Write, WriteSet
 from cronwright.targets.allowlist import Allowlist
@@ -53,18 +54,39 @@ from cronwright.timing.jitter import parse_jitter
 from cronwright.timing.lifetime import resolve_end
 from cronwright.timing.zones import zone
 
-JOB_FIELDS = {
-    "name", "target", "action", "args", "schedule", "run_at", "lifetime", "misfire", "max_attempts",
-    "retry_backoff_ms", "breaker_threshold", "dedupe_key", "once", "origin", "overlap",
-}  # fmt: skip
-MUTABLE = {"schedule", "run_at", "args", "lifetime", "name", "misfire", "max_attempts", "retry_backoff_ms",
-           "breaker_threshold", "overlap"}  # fmt: skip
-IMMUTABLE = {"target", "action", "dedupe_key", "origin", "created_by", "once", "id"}
-SCHEDULE_KEYS = {"cron", "tz", "every", "every_ms", "at", "jitter", "exclude"}
+if TYPE_CHECKING:
+    # The request models, for their types only: `tick` builds a service, validates no request, and must
+    # not load pydantic for it (tests/cli/test_tick_imports.py). A request reaching an operation was
+    # validated by them, so they are loaded by then; the isinstance checks import them there.
+    from cronwright.declare.job_fields import (
+        AtSpec,
+        Changes,
+        CronSpec,
+        EveryMsSpec,
+        EverySpec,
+        JobSpec,
+        ZoneSpec,
+    )
+    from cronwright.declare.requests import CreateJob, Request, Update
+
+    # A schedule as a create or an update gives it (ZoneSpec: an update's zone alone).
+    ScheduleSpec = CronSpec | EverySpec | EveryMsSpec | AtSpec
+
 MAX_ARGS_BYTES = 16_384
 LIST_PAGE_MAX = 1000  # the most rows one page of `list` holds
 _MS = timedelta(milliseconds=1)
 NEXT_FIRINGS = 5  # the occurrences to come that `get` (and `show`) lists
+MAX_ORIGIN_BYTES = 4096  # a job's origin is stored with it and shown in every row
+
+
+class Named(Protocol):
+    """A request that may name one schedule, by `job_id` or `name` (a ByJob request, or history's)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def job_id(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +122,20 @@ class Service:
     def entry(
         self,
         action: str,
-        request: Mapping[str, Any],
+        request: Request,
         source: Source,
         before: Job | None,
         after: Job | None,
         note: str | None = None,
+        *,
+        after_row: dict[str, Any] | None = None,
     ) -> AuditEntry:
-        """The audit entry of a mutation of a job from `before` to `after` (semantic 36)."""
+        """The audit entry of a mutation of a job from `before` to `after` (semantic 36); `after_row`,
+        when the caller has it already, is `after`'s row (so that a create renders its job once)."""
         job = after or before
         assert job is not None, "an entry records a job"
-        request_id = request.get("request_id")
+        if after is not None and after_row is None:
+            after_row = self.row(after)
         return AuditEntry(
             at=self.node.clock.now(),
             source=source.name,
@@ -117,105 +143,94 @@ class Service:
             job_id=job.id,
             name=job.name,
             owner=job.created_by,
-            changes=changes(
-                None if before is None else self.row(before), None if after is None else self.row(after)
-            ),
-            request_id=request_id if isinstance(request_id, str) else None,
+            changes=changes(None if before is None else self.row(before), after_row),
+            request_id=request.request_id,
             origin=dict(job.origin),
             note=note,
         )
 
     # --- reading --------------------------------------------------------------------------------
 
-    def job(self, request: Mapping[str, Any], source: Source) -> Job:
+    def job(self, request: Named, source: Source) -> Job:
         """The job a request names by `job_id` or `name`, as that source may see it."""
-        if request.get("job_id") is not None:
-            job_id = fields.integer(request, "job_id", 1, 2**62)
-            job = self.store.get(job_id)
-            label = f"id {job_id}"
+        if request.job_id is not None:
+            job = self.store.get(request.job_id)
+            label = f"id {request.job_id}"
         else:
-            label = f"name '{fields.required_text(request, 'name')}'"
-            job = self.store.find(request["name"])
+            assert request.name is not None, "the request's model requires a name or an id"
+            job = self.store.find(request.name)
+            label = f"name '{request.name}'"
         if job is None or not source.sees(job.created_by):
             raise NotFound(f"no job with {label}; `list` shows the jobs there are")
         return job
 
     # --- validation shared by create and update ------------------------------------------------
 
-    def _schedule(self, job: Mapping[str, Any], source: Source, base: Schedule | None = None) -> Schedule:
+    def _schedule(
+        self,
+        spec: ScheduleSpec | ZoneSpec | None,
+        run_at: str | None,
+        source: Source,
+        base: Schedule | None = None,
+    ) -> Schedule:
         """The schedule a create (`base` None) or an update of a job scheduled `base` gives, normalized.
 
         The result is a value object, so two spellings of one schedule (`@daily` and `0 0 * * *`, `60m`
         and `PT1H`) compare equal. An update keeps what it is not given (DESIGN semantic 26): a cron
         without `tz` keeps the zone of a cron job, and a `tz` alone moves a cron job to that zone.
-        Checks that depend on the moment (a `run_at` in the past) are `_check_new`'s.
+        The request's model checked the shape (one kind, its own keys); checks that depend on the moment
+        (a `run_at` in the past) are `_check_new`'s.
         """
-        run_at = job.get("run_at")
-        raw = job.get("schedule")
-        if run_at is not None and raw is not None:
+        from cronwright.declare.job_fields import AtSpec, ZoneSpec  # loaded: see TYPE_CHECKING above
+
+        if run_at is not None and spec is not None:
             raise Invalid("schedule", "give either 'schedule' or 'run_at', not both")
         if run_at is not None:
-            raw = {"at": run_at}
-        if raw is None:
+            return AtSchedule(parse_instant(run_at, self.zone, "run_at"))
+        if spec is None:
             raise Invalid(
                 "schedule",
                 '\'schedule\' is required: {"cron": "0 3 * * *"}, {"every": "5m"} or {"at": ISO}',
             )
-        if not isinstance(raw, dict):
-            raise Invalid("schedule", '\'schedule\' must be an object such as {"cron": "0 3 * * *"}')
-        fields.only(raw, SCHEDULE_KEYS, "'schedule'")
-        kinds = [k for k in ("cron", "every", "every_ms", "at") if k in raw]
-        if not kinds and list(raw) == ["tz"] and base is not None:
-            return self._moved_zone(raw, base)
-        if len(kinds) != 1:
-            raise Invalid("schedule", "'schedule' needs exactly one of 'cron', 'every', 'every_ms' or 'at'")
-        if "tz" in raw and kinds != ["cron"]:
-            raise Invalid("schedule.tz", "'tz' goes with 'cron' only; 'at' instants carry their own offset")
-        timing = self._timing(raw, kinds[0], source, base)
-        if isinstance(timing, AtSchedule):
-            for extra in ("jitter", "exclude"):
-                if raw.get(extra) is not None:
-                    raise Invalid(
-                        f"schedule.{extra}",
-                        f"'{extra}' goes with 'cron' and 'every' only: 'at' fires once, when given",
-                    )
-            return timing
-        if raw.get("jitter") is not None:
-            spread = parse_jitter(raw["jitter"], "schedule.jitter")
+        if isinstance(spec, ZoneSpec):
+            if base is None:
+                raise Invalid(
+                    "schedule", "'schedule' needs exactly one of 'cron', 'every', 'every_ms' or 'at'"
+                )
+            return self._moved_zone(spec.tz, base)
+        timing = self._timing(spec, source, base)
+        if isinstance(spec, AtSpec) or isinstance(timing, AtSchedule):
+            return timing  # its model has no jitter and no exclude: it fires once, when given
+        if spec.jitter is not None:
+            spread = parse_jitter(spec.jitter, "schedule.jitter")
             # Offsets are whole milliseconds (timing/jitter.py), and so is the stored jitter.
             timing = replace(timing, jitter=spread - spread % _MS)
-        if raw.get("exclude"):
-            timing = replace(timing, exclude=self._calendar_names(raw["exclude"], "schedule.exclude"))
+        if spec.exclude:
+            timing = replace(timing, exclude=self._calendar_names(spec.exclude, "schedule.exclude"))
         return timing
 
-    def _calendar_names(self, names: object, field: str) -> tuple[str, ...]:
+    def _calendar_names(self, names: list[str], field: str) -> tuple[str, ...]:
         """The calendars a schedule (or a preview) excludes, each once, in the order given; a name no
         [calendars.NAME] defines is refused (`unknown_calendar`, semantic 33)."""
-        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-            raise Invalid(field, f"'{field}' must be a list of calendar names, such as [\"holidays\"]")
         self.node.rules.calendars.check(names)
         return tuple(dict.fromkeys(names))
 
-    def _timing(self, raw: Mapping[str, Any], kind: str, source: Source, base: Schedule | None) -> Schedule:
-        """The schedule of one `kind` (cron, every, every_ms, at) that `raw` gives, without its jitter."""
-        kinds = [kind]
-        if kinds == ["cron"]:
-            expression = CronSet.parse(raw["cron"], "schedule.cron")
-            tz_name = fields.text(raw, "tz", limit=64, required=False)
-            if tz_name:
-                return CronSchedule(expression, zone(tz_name, "schedule.tz").key)
+    def _timing(self, spec: ScheduleSpec, source: Source, base: Schedule | None) -> Schedule:
+        """The schedule `spec` gives, without its jitter."""
+        from cronwright.declare.job_fields import AtSpec, CronSpec, EveryMsSpec  # see TYPE_CHECKING above
+
+        if isinstance(spec, CronSpec):
+            expression = CronSet.parse(spec.cron, "schedule.cron")
+            if spec.tz:
+                return CronSchedule(expression, zone(spec.tz, "schedule.tz").key)
             kept = base.tz if isinstance(base, CronSchedule) else self.zone.key
             return CronSchedule(expression, kept)
-        if kinds == ["at"]:
-            if not isinstance(raw["at"], str):
-                raise Invalid(
-                    "run_at", "'run_at' must be an ISO-8601 string such as 2026-12-01T09:00:00+01:00"
-                )
-            return AtSchedule(parse_instant(raw["at"], self.zone, "run_at"))
-        if kinds == ["every_ms"]:
-            period = timedelta(milliseconds=fields.integer(raw, "every_ms", 1, 10**12))
+        if isinstance(spec, AtSpec):
+            return AtSchedule(parse_instant(spec.at, self.zone, "run_at"))
+        if isinstance(spec, EveryMsSpec):
+            period = timedelta(milliseconds=spec.every_ms)
         else:
-            period = parse_duration(raw["every"], "schedule.every")
+            period = parse_duration(spec.every, "schedule.every")
         floor = max(self.limits.min_period, source.min_period or timedelta(0))
         if period < floor:
             whose = (
@@ -230,7 +245,7 @@ class Service:
             )
         return EverySchedule(period)
 
-    def _moved_zone(self, raw: Mapping[str, Any], base: Schedule) -> CronSchedule:
+    def _moved_zone(self, tz_name: str, base: Schedule) -> CronSchedule:
         """`{"tz": Z}` alone: the cron job's expression, read in zone Z from now on."""
         if not isinstance(base, CronSchedule):
             raise Invalid(
@@ -243,7 +258,6 @@ class Service:
             raise Invalid(
                 "schedule.cron", f"the stored expression cannot be read ({problem}); give 'cron' too"
             )
-        tz_name = fields.required_text(raw, "tz")
         return replace(base, tz=zone(tz_name, "schedule.tz").key)
 
     def _check_new(self, schedule: Schedule, now: datetime) -> None:
@@ -271,8 +285,8 @@ class Service:
                 f"{refusal.message} ({whose})", max_lifetime=format_duration(ceiling)
             ) from None
 
-    def _args(self, data: Mapping[str, Any], target: str, action: str) -> dict[str, Any]:
-        args = fields.mapping(data, "args")
+    def _args(self, args: dict[str, Any] | None, target: str, action: str) -> dict[str, Any]:
+        args = args or {}
         if "cron" in args:
             raise Invalid(
                 "args", "args may not hold a 'cron' key: the scheduler adds it, so it cannot be forged"
@@ -282,69 +296,39 @@ class Service:
         self.allowlist.check(target, action, args)
         return args
 
-    def _overlap(self, data: Mapping[str, Any], base: Job | None) -> Overlap:
-        """The overlap policy (semantic 34): skip, buffer_one, allow or replace."""
-        name = fields.text(data, "overlap", required=False)
-        if not name:
-            return base.overlap if base else Overlap.SKIP
-        try:
-            overlap = Overlap(name)
-        except ValueError:
-            raise Invalid(
-                "overlap",
-                f"'overlap' must be 'skip', 'buffer_one', 'allow' or 'replace', not {name[:50]!r}",
-            ) from None
-        return overlap
-
-    def _knobs(self, data: Mapping[str, Any], base: Job | None) -> dict[str, Any]:
-        misfire_name = fields.text(data, "misfire", required=False)
-        try:
-            misfire = Misfire(misfire_name) if misfire_name else (base.misfire if base else Misfire.SKIP)
-        except ValueError:
-            raise Invalid(
-                "misfire", f"'misfire' must be 'skip' or 'coalesce', not {misfire_name!r}"
-            ) from None
+    def _knobs(self, given: JobSpec | Changes, base: Job | None) -> dict[str, Any]:
+        """The misfire and overlap policies (semantic 34), retries and breaker: what is given, else the
+        job's own (`base`), else the defaults."""
         return {
-            "misfire": misfire,
-            "overlap": self._overlap(data, base),
-            "max_attempts": fields.integer(data, "max_attempts", 1, 100, base.max_attempts if base else 1),
-            "retry_backoff_ms": fields.integer(
-                data, "retry_backoff_ms", 0, 86_400_000, base.retry_backoff_ms if base else 1000
-            ),
-            "breaker_threshold": fields.integer(
-                data, "breaker_threshold", 0, 1000, base.breaker_threshold if base else 3
-            ),
+            "misfire": Misfire(given.misfire) if given.misfire else (base.misfire if base else Misfire.SKIP),
+            "overlap": Overlap(given.overlap) if given.overlap else (base.overlap if base else Overlap.SKIP),
+            "max_attempts": _given(given.max_attempts, base.max_attempts if base else 1),
+            "retry_backoff_ms": _given(given.retry_backoff_ms, base.retry_backoff_ms if base else 1000),
+            "breaker_threshold": _given(given.breaker_threshold, base.breaker_threshold if base else 3),
         }
 
     # --- changing -------------------------------------------------------------------------------
 
-    def create_job(
-        self, request: Mapping[str, Any], source: Source, *, audit_as: str = "create"
-    ) -> dict[str, Any]:
+    def create_job(self, request: CreateJob, source: Source, *, audit_as: str = "create") -> dict[str, Any]:
         """Creates a job. `audit_as` is the audit entry's action (a seed's upsert says `seed`)."""
-        data = request.get("job")
-        if not isinstance(data, dict):
-            raise Invalid("job", "'job' must be an object with name, target, action and schedule (or run_at)")
-        fields.only(data, JOB_FIELDS, "'job'")
-        dry = fields.flag(request, "dry_run")
+        spec = request.job
+        dry = bool(request.dry_run)
         now = self.node.clock.now()
-        name = fields.name(data)
-        target = fields.required_text(data, "target")
-        action = fields.required_text(data, "action")
+        name, target, action = spec.name, spec.target, spec.action
         if not source.allows(target, action):
             raise TargetNotAllowed(
                 f"source '{source.name}' may not schedule {target}.{action}; `targets` lists what it may"
             )
-        dedupe_key = fields.text(data, "dedupe_key", required=False)
-        once = fields.flag(data, "once")
+        dedupe_key = spec.dedupe_key
+        once = bool(spec.once)
         if once and dedupe_key is None:
             raise Invalid("once", "'once' needs a 'dedupe_key': it means at most once ever for that key")
         if once and self.store.inner.persistence is Persistence.MEMORY_ONLY:
             raise Invalid("once", "'once' needs a durable store; this node keeps jobs in memory only")
-        schedule = self._schedule(data, source)
+        schedule = self._schedule(spec.schedule, spec.run_at, source)
         self._check_new(schedule, now)
-        ends_at = self._lifetime(data.get("lifetime"), source, now)
-        args = self._args(data, target, action)
+        ends_at = self._lifetime(spec.lifetime, source, now)
+        args = self._args(spec.args, target, action)
         job = Job(
             id=0,
             name=name,
@@ -358,8 +342,8 @@ class Service:
             created_by=source.name,
             dedupe_key=dedupe_key,
             once=once,
-            origin=fields.scalar_map(data, "origin") or {"source": source.name},
-            **self._knobs(data, None),
+            origin=_origin(spec.origin) or {"source": source.name},
+            **self._knobs(spec, None),
         )
         with self._create_lock, self.store.exclusive():
             if dedupe_key is not None:
@@ -384,11 +368,16 @@ class Service:
             made = _awaiting(armed, source)
             if dry:
                 return self._dry(made, source, adds=1, armed=armed)
-            stored = self.store.insert(made, self.entry(audit_as, request, source, None, made))
+            shown = self.row(made)
+            entry = self.entry(audit_as, request, source, None, made, after_row=shown)
+            stored = self.store.insert(made, entry)
             if timetable.jitter_of(schedule) is not None and stored.state is not State.PENDING:
                 stored = self._jitter_with_id(stored, now)
         self.node.wake()
-        return _approval({"job": self.row(stored), "persistence": self.store.persistence.value}, stored)
+        # The insert changed only the id (and the version, which a row does not show), unless a jitter
+        # armed the job again: the row rendered for the audit entry is the reply's, with its id.
+        row = {**shown, "id": stored.id} if stored.version == 1 else self.row(stored)
+        return _approval({"job": row, "persistence": self.store.persistence.value}, stored)
 
     def _jitter_with_id(self, stored: Job, now: datetime) -> Job:
         """Arms a new job again now that the store gave it its id: a jitter offset is a function of the
@@ -469,45 +458,44 @@ class Service:
         reply = {"job": self.row(job.evolve(version=job.version + 1)), "persistence": persistence.value}
         return _approval(reply, job)
 
-    def update(
-        self, request: Mapping[str, Any], source: Source, *, audit_as: str = "update"
-    ) -> dict[str, Any]:
+    def update(self, request: Update, source: Source, *, audit_as: str = "update") -> dict[str, Any]:
+        """Changes what the request's `changes` give, and keeps every field they leave out (the fields
+        the caller sent are its `model_fields_set`: a null sent is not a field left out)."""
         job = self.job(request, source)
-        changes = request.get("changes")
-        if not isinstance(changes, dict) or not changes:
-            raise Invalid("changes", f"'changes' must be an object with any of: {', '.join(sorted(MUTABLE))}")
-        for key in changes:
-            if key in IMMUTABLE:
-                raise ImmutableField(f"'{key}' cannot change; create a new job for another {key}", field=key)
-        fields.only(changes, MUTABLE, "'changes'")
+        changes = request.changes
+        given = changes.model_fields_set
+        if not given:
+            mutable = ", ".join(sorted(type(changes).model_fields))
+            raise Invalid("changes", f"'changes' must be an object with any of: {mutable}")
         engine.check_updatable(job)
-        dry = fields.flag(request, "dry_run")
+        dry = bool(request.dry_run)
         now = self.node.clock.now()
         updated = job.evolve(updated_at=now, **self._knobs(changes, job))
-        if "name" in changes:
-            name = fields.name(changes)
-            other = self.store.find(name)
+        if "name" in given:
+            if changes.name is None:
+                raise Invalid("name", "'name' is required")
+            other = self.store.find(changes.name)
             if other is not None and other.id != job.id:
-                raise NameTaken(f"a job named '{name}' exists; choose another name")
-            updated = updated.evolve(name=name)
-        if "args" in changes:
-            updated = updated.evolve(args=self._args(changes, job.target, job.action))
-        if "schedule" in changes or "run_at" in changes:
-            schedule = self._schedule(changes, source, job.schedule)
+                raise NameTaken(f"a job named '{changes.name}' exists; choose another name")
+            updated = updated.evolve(name=changes.name)
+        if "args" in given:
+            updated = updated.evolve(args=self._args(changes.args, job.target, job.action))
+        if "schedule" in given or "run_at" in given:
+            schedule = self._schedule(changes.schedule, changes.run_at, source, job.schedule)
             if schedule != job.schedule:
                 # A changed schedule re-arms from the moment of the update; the same schedule, however
                 # spelled, keeps its next occurrence (and an `every` job its phase).
                 self._check_new(schedule, now)
                 updated = engine.arm(updated.evolve(schedule=schedule), now)
-        if "lifetime" in changes:
-            if changes["lifetime"] is None:
+        if "lifetime" in given:
+            if changes.lifetime is None:
                 # Only an explicit lifetime renews: a null must never stretch a life to the ceiling.
                 raise Invalid(
                     "lifetime",
                     "'lifetime' must be a duration such as 30d or an end instant; leave it out "
                     "to keep the end where it is",
                 )
-            updated = engine.renew(updated, self._lifetime(changes["lifetime"], source, now), now)
+            updated = engine.renew(updated, self._lifetime(changes.lifetime, source, now), now)
         elif updated.next_run_at is not None and updated.next_run_at >= updated.ends_at:
             updated = updated.evolve(next_run_at=None)
         armed = updated
@@ -536,6 +524,19 @@ class Service:
 
 # Stands for whoever changes a job that is pending already: it stays pending, whatever changes.
 _PENDING = Source("", needs_approval=True)
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _origin(labels: dict[str, Any] | None) -> dict[str, Any]:
+    """A job's origin labels (their values the model checked), within MAX_ORIGIN_BYTES."""
+    if labels and len(repr(labels)) > MAX_ORIGIN_BYTES:
+        raise Invalid(
+            "origin", f"'origin' is larger than {MAX_ORIGIN_BYTES} bytes; keep it to a few short labels"
+        )
+    return labels or {}
 
 
 def _awaiting(job: Job, source: Source) -> Job:

@@ -6,7 +6,7 @@ reads its own schedules and entries only (semantics 36 and 40), and a request co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.core import engine
 from cronwright.core.audit import entry_row
@@ -14,20 +14,28 @@ from cronwright.core.model import (
     State,
 )
 from cronwright.core.sources import Source
-from cronwright.errors import (
-    Invalid,
-)
 from cronwright.notify.rows import delivery_row
-from cronwright.service import fields
 from cronwright.service.job_rows import firing_row, run_row
-from cronwright.service.operations import LIST_PAGE_MAX, NEXT_FIRINGS, Service
+from cronwright.service.operations import NEXT_FIRINGS, Service
 from cronwright.store.base import Troubled
 from cronwright.timing.iso import parse_instant, render
 from cronwright.timing.preview import preview as preview_firings
 from cronwright.timing.zones import zone
 
+if TYPE_CHECKING:  # the request models, for their types: see operations.py
+    from cronwright.declare.requests import (
+        Audit,
+        Get,
+        History,
+        ListJobs,
+        Notifications,
+        Preview,
+        Status,
+        Targets,
+    )
 
-def get(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+
+def get(service: Service, request: Get, source: Source) -> dict[str, Any]:
     job = service.job(request, source)
     return {
         "job": service.row(job),
@@ -39,25 +47,19 @@ def get(service: Service, request: Mapping[str, Any], source: Source) -> dict[st
     }
 
 
-def list_jobs(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-    state_name = fields.text(request, "state", required=False)
-    try:
-        state = State(state_name) if state_name else None
-    except ValueError:
-        raise Invalid("state", f"unknown state {state_name!r}: use one of {', '.join(State)}") from None
-    target = fields.text(request, "target", required=False)
+def list_jobs(service: Service, request: ListJobs, source: Source) -> dict[str, Any]:
+    state = State(request.state) if request.state else None
     # Paged on request: `limit` rows after the name `after_name`, and where more follow, the name to
     # ask after next. Without a limit, every row (the contract's reply).
-    limit = None if request.get("limit") is None else fields.integer(request, "limit", 1, LIST_PAGE_MAX)
-    after_name = fields.text(request, "after_name", required=False)
-    made_by = fields.text(request, "source", required=False)
+    limit = request.limit
+    made_by = request.source
     if made_by is not None and not source.sees(made_by):
         return {"jobs": []}  # another source's: none this one may see
     jobs = service.store.jobs(
         state,
-        target,
+        request.target,
         _own(source) or made_by,
-        after_name=after_name,
+        after_name=request.after_name,
         limit=None if limit is None else limit + 1,
     )
     reply: dict[str, Any] = {"jobs": [service.row(job) for job in jobs[:limit]]}
@@ -69,13 +71,13 @@ def list_jobs(service: Service, request: Mapping[str, Any], source: Source) -> d
     return reply
 
 
-def history(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def history(service: Service, request: History, source: Source) -> dict[str, Any]:
     """A page of runs, newest first: `limit` of them older than the run `before`, and where more
     follow, `next_before` (the id to ask before next)."""
-    limit = fields.integer(request, "limit", 1, 1000, default=20)
-    before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
+    limit = request.limit or 20
+    before = request.before
     wanted = limit + 1  # one more than the page shows whether another page follows
-    if request.get("job_id") is not None or request.get("name") is not None:
+    if request.job_id is not None or request.name is not None:
         runs = service.store.runs(service.job(request, source).id, wanted, before)
     elif source.operator:
         runs = service.store.runs(None, wanted, before)
@@ -89,25 +91,22 @@ def history(service: Service, request: Mapping[str, Any], source: Source) -> dic
     return reply
 
 
-def audit(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def audit(service: Service, request: Audit, source: Source) -> dict[str, Any]:
     """A page of audit entries, newest first. A source reads the entries it made and those about its
     own schedules; the operator reads all. A `name` follows the live job of that name through its
     renames; a name no live job has is matched as the entries wrote it (a deleted job's)."""
-    limit = fields.integer(request, "limit", 1, 1000, default=20)
-    before = None if request.get("before") is None else fields.integer(request, "before", 1, 2**62)
-    wanted_source = fields.text(request, "source", required=False)
-    job_id = None if request.get("job_id") is None else fields.integer(request, "job_id", 1, 2**62)
-    name = fields.text(request, "name", required=False)
+    limit = request.limit or 20
+    job_id, name = request.job_id, request.name
     if name is not None and job_id is None:
         live = service.store.find(name)
         if live is not None and source.sees(live.created_by):
             job_id, name = live.id, None
     entries = service.store.audit(
         reader=_own(source),
-        source=wanted_source,
+        source=request.source,
         job_id=job_id,
         name=name,
-        before=before,
+        before=request.before,
         limit=limit + 1,
     )
     reply: dict[str, Any] = {"entries": [entry_row(entry, service.zone) for entry in entries[:limit]]}
@@ -116,7 +115,7 @@ def audit(service: Service, request: Mapping[str, Any], source: Source) -> dict[
     return reply
 
 
-def status(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def status(service: Service, request: Status, source: Source) -> dict[str, Any]:
     now = service.node.clock.now()
     counts = service.store.counts(_own(source))
     return {
@@ -141,21 +140,20 @@ def status(service: Service, request: Mapping[str, Any], source: Source) -> dict
     }
 
 
-def preview(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
-    tz = fields.text(request, "tz", limit=64, required=False)
-    after_text = fields.text(request, "after", limit=64, required=False)
+def preview(service: Service, request: Preview, source: Source) -> dict[str, Any]:
+    tz, after_text = request.tz, request.after
     # An `after` without an offset is wall time in the zone the expression is read in (and the
     # firings are shown in): one reading, whichever front asks.
     reading = zone(tz, "tz") if tz else service.zone
     after = parse_instant(after_text, reading, "after") if after_text else service.node.clock.now()
-    count = fields.integer(request, "count", 1, 1000, default=5)
-    names = request.get("exclude")
+    count = request.count or 5
+    names = request.exclude
     if not names:
-        return preview_firings(request.get("expression"), tz, after, count, service.zone)
+        return preview_firings(request.expression, tz, after, count, service.zone)
     excluded = service._calendar_names(names, "exclude")
     calendars = service.node.rules.calendars
     return preview_firings(
-        request.get("expression"),
+        request.expression,
         tz,
         after,
         count,
@@ -164,19 +162,18 @@ def preview(service: Service, request: Mapping[str, Any], source: Source) -> dic
     )
 
 
-def notifications(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def notifications(service: Service, request: Notifications, source: Source) -> dict[str, Any]:
     """A page of the outbox, newest first: `limit` notifications older than `before`, and where more
     follow, `next_before`. A source sees only those about its own schedules."""
-    limit = fields.integer(request, "limit", 1, 1000, default=20)
-    before = fields.text(request, "before", limit=100, required=False)
-    rows = service.store.page(limit + 1, before, _own(source))
+    limit = request.limit or 20
+    rows = service.store.page(limit + 1, request.before, _own(source))
     reply: dict[str, Any] = {"deliveries": [delivery_row(row, service.zone) for row in rows[:limit]]}
     if len(rows) > limit:
         reply["next_before"] = rows[limit - 1].id
     return reply
 
 
-def targets(service: Service, request: Mapping[str, Any], source: Source) -> dict[str, Any]:
+def targets(service: Service, request: Targets, source: Source) -> dict[str, Any]:
     described = service.allowlist.describe()
     if not source.operator:
         described = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cronwright.config.settings import seed_label
 from cronwright.core.model import State
@@ -23,6 +23,9 @@ SEED_SOURCE: Source = operator()
 # What a seed names its job by, or what a job keeps for life: not part of an update.
 IMMUTABLE = ("dedupe_key", "target", "action", "origin", "once")
 _log = logging.getLogger("cronwright.seeds")
+
+if TYPE_CHECKING:
+    from cronwright.declare.requests import CreateJob, Update
 
 
 def upsert_seeds(service: Service, seeds: list[dict[str, Any]], where: str | None = None) -> None:
@@ -52,9 +55,7 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         return  # a one-shot seed that already ended, or was deleted, fired its once
     if not existing:
         # A one-shot the store never knew, whose instant is long past, is refused RunAtPassed: skipped.
-        service.create_job(
-            {"job": dict(seed)}, SEED_SOURCE, audit_as="seed"
-        )  # new, or a deleted recurring seed
+        service.create_job(_create(seed), SEED_SOURCE, audit_as="seed")  # new, or a deleted recurring seed
         return
     job = existing[-1]
     if job.state in (State.RUNNING, State.DONE, State.FAILED):
@@ -68,4 +69,32 @@ def _upsert(service: Service, seed: Mapping[str, Any]) -> None:
         # A seed declares its whole schedule: a cron without tz is read in the node zone, as at its
         # create, rather than kept in whatever zone the job has (an update's rule, semantic 26).
         changes["schedule"] = {**schedule, "tz": service.zone.key}
-    service.update({"job_id": job.id, "changes": changes}, SEED_SOURCE, audit_as="seed")
+    service.update(_update(job.id, changes), SEED_SOURCE, audit_as="seed")
+
+
+# The seed as the request the protocol would validate (the config checked only its spelling). pydantic is
+# imported here, when a seed is written, not with this module: `tick` loads none (test_tick_imports.py).
+
+
+def _create(seed: Mapping[str, Any]) -> CreateJob:
+    from pydantic import ValidationError
+
+    from cronwright.declare.refusals import refusal
+    from cronwright.declare.requests import CreateJob
+
+    try:
+        return CreateJob.model_validate({"action": "create_job", "job": dict(seed)})
+    except ValidationError as error:
+        raise refusal(error, CreateJob, "a seed") from None
+
+
+def _update(job_id: int, changes: dict[str, Any]) -> Update:
+    from pydantic import ValidationError
+
+    from cronwright.declare.refusals import refusal
+    from cronwright.declare.requests import Update
+
+    try:
+        return Update.model_validate({"action": "update", "job_id": job_id, "changes": changes})
+    except ValidationError as error:
+        raise refusal(error, Update, "a seed") from None
