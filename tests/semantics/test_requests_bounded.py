@@ -27,6 +27,7 @@ from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Outcome, Run, State
 from cronwright.core.sources import Source, operator
+from cronwright.node.scheduler import FOLD_COUNTS_EVERY
 from cronwright.notify.gauges import AlertGauges
 from cronwright.store.base import Backend, WriteSet
 from cronwright.store.codec import Decoded
@@ -366,7 +367,8 @@ def test_postgres_counts_stay_exact_beside_open_writers_folds_and_writes_that_by
                 first.execute("BEGIN")
                 first.execute(
                     sql.SQL(
-                        "INSERT INTO {}.jobs (name, state, deleted, target, wake_at, version, data, created_by)"
+                        "INSERT INTO {}.jobs"
+                        " (name, state, deleted, target, wake_at, version, data, created_by)"
                         " SELECT name || '-' || i, state, false, target, wake_at, 1,"
                         " jsonb_set(data::jsonb, '{{name}}', to_jsonb(name || '-' || i))::json, created_by"
                         " FROM generate_series(1, 7) AS i, {}.jobs WHERE name = 'o' AND NOT deleted"
@@ -396,6 +398,13 @@ def test_postgres_counts_stay_exact_beside_open_writers_folds_and_writes_that_by
             assert (counts["active"], counts["paused"]) == (FOLD_AFTER + 45 - 11 - 1, 1)
             assert store.counts(created_by="other")["active"] == 8
             assert _count_rows(url, schema, "agent") == 2  # folded: one row per state
+            # A scheduling pass folds too, every source's rows, at most once per FOLD_COUNTS_EVERY.
+            _copy_postgres(url, schema, "o", 3)
+            assert _count_rows(url, schema, "other") == 4
+            harness.clock.advance(FOLD_COUNTS_EVERY)
+            harness.node.run_pass()
+            assert _count_rows(url, schema, "other") == 1
+            _agrees(store, "agent", "other")
         finally:
             harness.runner.close()
             harness.node.lease.close()

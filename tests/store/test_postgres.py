@@ -147,7 +147,9 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(opened: list[Postgre
 
         assert catalog(migrated) == catalog(fresh)
         tables = sorted({row[0] for row in catalog(fresh)["columns"]})
-        assert tables == ["audit", "job_count_deltas", "jobs", "nodes", "notifications", "runs", "schema_migrations"]
+        assert tables == [
+            *("audit", "job_count_deltas", "jobs", "nodes", "notifications", "runs", "schema_migrations")
+        ]
         assert catalog(fresh)["versions"] == [(number,) for number in range(1, schema_version() + 1)]
         assert ("runs", "runs_once", "u", "UNIQUE (job_id, fire_id, attempt)") in catalog(fresh)[
             "constraints"
