@@ -405,6 +405,11 @@ def test_postgres_counts_stay_exact_beside_open_writers_folds_and_writes_that_by
             harness.node.run_pass()
             assert _count_rows(url, schema, "other") == 1
             _agrees(store, "agent", "other")
+            # So does a read of all the counts (the operator's `status`) that met too many rows unfolded.
+            _copy_postgres(url, schema, "a-00001", FOLD_AFTER + 1)
+            assert sum(store.counts().values()) == len(store.jobs())
+            assert _count_rows(url, schema, "agent") == 2
+            _agrees(store, "agent", "other")
         finally:
             harness.runner.close()
             harness.node.lease.close()

@@ -64,8 +64,9 @@ DEFAULT_SCHEMA = "cronwright"
 _LOCK_CLASS = int.from_bytes(b"CrWt", "big")
 # pg_try_advisory_xact_lock(class, key) of a fold of the count rows: one at a time per schema.
 _FOLD_CLASS = int.from_bytes(b"CrWf", "big")
-# A read of a source's counts that sums more count rows than this folds that source's rows: a count reads
-# about this many rows at most, however many writes came since the node's last fold.
+# A read of a source's counts that sums more count rows than this folds that source's rows (a read of all
+# the counts, more rows than one per source and state: all of them): a count reads about this many rows
+# more than it must, however many writes came since the node's last fold, or if no node runs.
 FOLD_AFTER = 256
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes", "audit"})
@@ -584,8 +585,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
             else:
                 rows = connection.execute(_Q["counts_of_source"], (created_by,)).fetchall()
         counts.update({str(state): int(number) for state, number, _ in rows})
-        if created_by is not None:
-            self._fold_if_many(created_by, sum(int(summed) for _, _, summed in rows))
+        self._fold_if_many(created_by, sum(int(summed) for _, _, summed in rows))
         return counts
 
     def count_live(self, created_by: str) -> int:
@@ -611,7 +611,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
                 )
             return int(done.rowcount)
 
-    def _fold_if_many(self, created_by: str, summed: int) -> None:
+    def _fold_if_many(self, created_by: str | None, summed: int) -> None:
         if summed <= FOLD_AFTER:
             return
         try:

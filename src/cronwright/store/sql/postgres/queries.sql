@@ -84,11 +84,13 @@ UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING id, versi
 SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = %s AND state = %s ORDER BY id
 
 -- name: counts
--- From the count rows the triggers append: a few per source and state, not one per job.
-SELECT state, sum(n), count(*) FROM job_count_deltas GROUP BY state
+-- From the count rows the triggers append: a few per source and state, not one per job. Then how many of
+-- the rows summed were not folded yet: all but one per source.
+SELECT state, sum(n), count(*) - count(DISTINCT created_by) FROM job_count_deltas GROUP BY state
 
 -- name: counts_of_source
--- A source's `status`: the sum of its count rows per state, and how many rows each summed.
+-- A source's `status`: the sum of its count rows per state, and how many rows each summed (one when
+-- folded).
 SELECT state, sum(n), count(*) FROM job_count_deltas WHERE created_by = %s GROUP BY state
 
 -- name: fold_lock

@@ -3,4 +3,6 @@
 -- next numbered file, and update schema.sql to match.
 
 -- The first live jobs by id with their versions (first_versions_by_id), read from this index alone.
-CREATE INDEX jobs_live_id_version ON jobs (id, version) WHERE NOT deleted;
+-- `deleted` too, though every row has it false: SQLite's planner counts a partial index as covering only
+-- if it holds each column the query names, its own WHERE's included (3.40: "USING COVERING INDEX").
+CREATE INDEX jobs_live_id_version ON jobs (id, version, deleted) WHERE NOT deleted;
