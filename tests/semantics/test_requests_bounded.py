@@ -27,10 +27,11 @@ from conftest import Harness, at, make_harness
 from cronwright.clock import ManualClock
 from cronwright.core.model import Outcome, Run, State
 from cronwright.core.sources import Source, operator
+from cronwright.node.scheduler import FOLD_COUNTS_EVERY
 from cronwright.notify.gauges import AlertGauges
 from cronwright.store.base import Backend, WriteSet
 from cronwright.store.codec import Decoded
-from cronwright.store.postgres import PostgresStore
+from cronwright.store.postgres import FOLD_AFTER, PostgresStore
 from cronwright.store.sqlite import SqliteStore
 from cronwright.telemetry.metrics import NodeGauges
 
@@ -402,3 +403,97 @@ def test_a_sources_newest_audit_page_reads_the_same_rows_at_any_size_of_the_log(
     assert reply["ok"] and len(reply["entries"]) == 20 and "next_before" in reply
     harness.runner.close()
     harness.node.lease.close()
+
+
+# -- PostgreSQL's counts: appended rows, folded, exact at every instant --------------------------------
+
+
+def _agrees(store: Backend, *sources: str) -> None:
+    """The store's counts (each source's, its live ones, and all) say what decoding every job says."""
+    for source in sources:
+        jobs = store.jobs(created_by=source)
+        counts = {state.value: sum(1 for job in jobs if job.state is state) for state in State}
+        assert store.counts(created_by=source) == counts, source
+        assert store.count_live(source) == sum(1 for job in jobs if job.state.live), source
+    every = store.jobs()
+    assert store.counts() == {state.value: sum(1 for job in every if job.state is state) for state in State}
+
+
+def _count_rows(url: str, schema: str, source: str) -> int:
+    with pg.connect(url) as connection:
+        query = sql.SQL("SELECT count(*) FROM {}.job_count_deltas WHERE created_by = %s")
+        row = connection.execute(query.format(sql.Identifier(schema)), (source,)).fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+def test_postgres_counts_stay_exact_beside_open_writers_folds_and_writes_that_bypass_the_store() -> None:
+    with pg.scratch_schema() as (url, schema):
+        store = PostgresStore(url, schema=schema)
+        harness = make_harness(store, ManualClock(at("2026-03-02T09:00:00+01:00")))
+        try:
+            for source, name in ((AGENT, "a"), (OTHER, "o")):
+                job = {"name": name, "target": "reports", "action": "daily", "schedule": HOURLY}
+                assert harness.protocol.dispatch({"action": "create_job", "job": job}, source)["ok"]
+            # Copies written by SQL, behind the store's back (as a node of the previous release, or a
+            # hand edit, would): the triggers count them all the same, one row each.
+            _copy_postgres(url, schema, "a", FOLD_AFTER + 44)
+            assert _count_rows(url, schema, "agent") == FOLD_AFTER + 45
+            _agrees(store, "agent", "other")
+            # That read summed more than FOLD_AFTER rows: it folded the agent's into one per state.
+            assert _count_rows(url, schema, "agent") == 1
+
+            qualified = sql.Identifier(schema)
+            with pg.connect(url) as first, pg.connect(url) as second:
+                # Two writers, each in a transaction left open: one copies the other source's job, the
+                # other deletes (marks, as the store does) some of the agent's and removes one outright.
+                first.execute("BEGIN")
+                first.execute(
+                    sql.SQL(
+                        "INSERT INTO {}.jobs"
+                        " (name, state, deleted, target, wake_at, version, data, created_by)"
+                        " SELECT name || '-' || i, state, false, target, wake_at, 1,"
+                        " jsonb_set(data::jsonb, '{{name}}', to_jsonb(name || '-' || i))::json, created_by"
+                        " FROM generate_series(1, 7) AS i, {}.jobs WHERE name = 'o' AND NOT deleted"
+                    ).format(qualified, qualified)
+                )
+                second.execute("BEGIN")
+                second.execute(
+                    sql.SQL(
+                        "UPDATE {}.jobs SET deleted = true WHERE name BETWEEN 'a-00020' AND 'a-00029'"
+                    ).format(qualified)
+                )
+                second.execute(sql.SQL("DELETE FROM {}.jobs WHERE name = 'a-00030'").format(qualified))
+                # A fold meanwhile neither waits for them nor sees their rows; a change through the store
+                # (a pause: a state change) lands beside them.
+                store.fold_counts()
+                assert harness.protocol.dispatch({"action": "pause", "name": "a-00010"}, AGENT)["ok"]
+                _agrees(store, "agent", "other")
+                first.execute("COMMIT")
+                _agrees(store, "agent", "other")
+                assert store.fold_counts() > 0
+                _agrees(store, "agent", "other")
+                second.execute("COMMIT")
+                _agrees(store, "agent", "other")
+            assert store.fold_counts() > 0
+            _agrees(store, "agent", "other")
+            counts = store.counts(created_by="agent")
+            assert (counts["active"], counts["paused"]) == (FOLD_AFTER + 45 - 11 - 1, 1)
+            assert store.counts(created_by="other")["active"] == 8
+            assert _count_rows(url, schema, "agent") == 2  # folded: one row per state
+            # A scheduling pass folds too, every source's rows, at most once per FOLD_COUNTS_EVERY.
+            _copy_postgres(url, schema, "o", 3)
+            assert _count_rows(url, schema, "other") == 4
+            harness.clock.advance(FOLD_COUNTS_EVERY)
+            harness.node.run_pass()
+            assert _count_rows(url, schema, "other") == 1
+            _agrees(store, "agent", "other")
+            # So does a read of all the counts (the operator's `status`) that met too many rows unfolded.
+            _copy_postgres(url, schema, "a-00001", FOLD_AFTER + 1)
+            assert sum(store.counts().values()) == len(store.jobs())
+            assert _count_rows(url, schema, "agent") == 2
+            _agrees(store, "agent", "other")
+        finally:
+            harness.runner.close()
+            harness.node.lease.close()
+            store.close()

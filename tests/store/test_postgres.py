@@ -119,7 +119,8 @@ def catalog(schema: str) -> dict[str, list[tuple[Any, ...]]]:
         "triggers": "SELECT event_object_table, trigger_name, action_timing, event_manipulation,"
         " action_condition, replace(action_statement, %(schema)s || '.', '')"
         " FROM information_schema.triggers WHERE trigger_schema = %(schema)s ORDER BY 1, 2",
-        "functions": "SELECT p.proname, replace(pg_get_functiondef(p.oid), %(schema)s || '.', '')"
+        # (the schema's name, wherever it is: qualifying a name, or a function's own search_path)
+        "functions": "SELECT p.proname, replace(pg_get_functiondef(p.oid), %(schema)s, '')"
         " FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace"
         " WHERE ns.nspname = %(schema)s ORDER BY 1",
     }
@@ -146,7 +147,9 @@ def test_replayed_migrations_build_exactly_the_fresh_schema(opened: list[Postgre
 
         assert catalog(migrated) == catalog(fresh)
         tables = sorted({row[0] for row in catalog(fresh)["columns"]})
-        assert tables == ["audit", "jobs", "nodes", "notifications", "runs", "schema_migrations"]
+        assert tables == [
+            *("audit", "job_count_deltas", "jobs", "nodes", "notifications", "runs", "schema_migrations")
+        ]
         assert catalog(fresh)["versions"] == [(number,) for number in range(1, schema_version() + 1)]
         assert ("runs", "runs_once", "u", "UNIQUE (job_id, fire_id, attempt)") in catalog(fresh)[
             "constraints"
@@ -706,6 +709,11 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     # Back to what release 1 left: no created_by column, no index on it, schema version 1.
     with pg.connect(url) as connection, connection.transaction():
         connection.execute("SELECT set_config('search_path', %s, true)", (quoted(store.schema),))
+        for trigger in ("jobs_counted", "jobs_counted_change", "jobs_counted_truncate"):  # (0006's)
+            connection.execute(f"DROP TRIGGER {trigger} ON jobs")
+        connection.execute("DROP FUNCTION cronwright_count_job(), cronwright_count_no_jobs()")
+        connection.execute("DROP TABLE job_count_deltas")
+        connection.execute("DROP INDEX jobs_live_id_version")
         connection.execute("DROP TRIGGER runs_owner_from_job ON runs")  # (migration 0005's)
         connection.execute("DROP FUNCTION cronwright_run_owner()")
         connection.execute("ALTER TABLE runs DROP COLUMN owner")  # (migration 0005's, and its index)
@@ -719,6 +727,8 @@ def test_the_creator_column_is_backfilled_when_a_version_1_schema_is_migrated(
     assert again.jobs(created_by="agent") == [mine]
     assert again.jobs(created_by="other") == [theirs]
     assert again.count_live("agent") == 1
+    # Migration 0006: the counts start from the rows there are.
+    assert (again.counts("agent")["active"], again.counts()["active"]) == (1, 2)
     # Migration 0005: each run takes its job's creator, and a source's history finds its own.
     assert [found.fire_id for found in again.runs(created_by="agent")] == ["f-mine"]
     with pg.connect(url) as connection:

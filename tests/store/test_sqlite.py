@@ -451,6 +451,7 @@ def test_the_creator_column_is_backfilled_when_a_version_1_store_is_migrated(pat
     store.close()
     # Back to what release 1 left: no created_by column, no index on it, user_version 1.
     with sqlite3.connect(path) as connection:
+        connection.execute("DROP INDEX jobs_live_id_version")  # (migration 0006's)
         connection.execute("DROP TABLE audit")  # (migration 0003's)
         connection.execute("DROP INDEX jobs_backfilling")  # (migration 0005's: and runs.owner, the counters)
         connection.execute("DROP INDEX runs_owner_newest")

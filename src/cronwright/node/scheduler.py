@@ -48,6 +48,10 @@ CAS_TRIES = 5
 
 # How often a node's passes drop the audit entries past their retention: a cheap indexed delete.
 AUDIT_PRUNE_EVERY = timedelta(hours=1)
+# A pass folds the store's count rows (PostgreSQL appends one per change of a job's state) at most this
+# often: never more than a pass already runs, so an idle node does not wake for it (semantic 25). Reads
+# that meet many unfolded rows fold them too (store/postgres.py), so this only bounds the table's growth.
+FOLD_COUNTS_EVERY = timedelta(minutes=1)
 
 
 # The attempts of one job that ended, and the one decision that records them all.
@@ -118,6 +122,7 @@ class Node:
         self._judge_every = self.settings.lease_beat.total_seconds()
         self.last_pass_at: datetime | None = None  # the last pass that ended without error (metrics)
         self._audit_pruned_at: datetime | None = None
+        self._counts_folded_at: datetime | None = None
         # The last pass left a due job to the peer that runs its flights (overlap allow): it stays due
         # until that peer starts it, so the next pass is not sooner than PEER_LEASE_FLOOR.
         self.left_to_peer = False
@@ -163,6 +168,7 @@ class Node:
                     self._tend_due(now, report, finished)
             self.last_pass_at = now
             self._prune_audit(now)
+            self._fold_counts(now)
             return report
 
     def _prune_audit(self, now: datetime) -> None:
@@ -175,6 +181,18 @@ class Node:
             log.warning("could not drop old audit entries (the next pass tries again): %s", error)
             return
         self._audit_pruned_at = now
+
+    def _fold_counts(self, now: datetime) -> None:
+        if self._counts_folded_at is not None and now - self._counts_folded_at < FOLD_COUNTS_EVERY:
+            return
+        if self.store.persistence is Persistence.DEGRADED:
+            return  # the store fails: a fold would only wait for it; the passes have writes to replay first
+        # Tried once a period whatever its fate: in an outage it must not wait on the store every pass.
+        self._counts_folded_at = now
+        try:
+            self.store.fold_counts()
+        except StoreError as error:
+            log.warning("could not fold the store's counts (a pass tries again in a minute): %s", error)
 
     def _beat(self, now: datetime, force: bool = False) -> bool:
         """Renews this node's lease when a beat is due by the monotonic clock (or `force`); returns

@@ -270,6 +270,13 @@ class Storage(Outbox, Protocol):
         """Drops the entries from before `older_than` (retention); answers how many went."""
         ...
 
+    def fold_counts(self) -> int:
+        """Folds what the store appended to keep `counts` (PostgreSQL appends a row per change of a job's
+        state, so that the nodes' writes never wait on one counter) into one row per source and state;
+        answers how many rows it wrote in place of those it folded. Counts stay exact throughout. A store
+        that keeps its counts otherwise has nothing to fold (0)."""
+        ...
+
     def runs(
         self,
         job_id: int | None = None,

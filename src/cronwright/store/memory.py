@@ -215,6 +215,9 @@ class MemoryStore:
             ]
         return found[: max(limit, 0)]
 
+    def fold_counts(self) -> int:
+        return 0  # its tallies are kept in place
+
     def prune_audit(self, older_than: datetime) -> int:
         with self._lock:
             kept = [entry for entry in self._audit if entry.at >= older_than]

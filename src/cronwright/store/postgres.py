@@ -55,13 +55,19 @@ from cronwright.store.codec import encode, job_data, read_job, read_run, run_dat
 from cronwright.store.pg_pool import Pool, PoolClosed, PoolTimeout
 from cronwright.store.postgres_listen import Listener
 from cronwright.store.sql_outbox import SqlOutbox
-from cronwright.store.sql_reads import SqlJobReads
+from cronwright.store.sql_reads import LIVE, SqlJobReads
 
 log = logging.getLogger("cronwright.store")
 
 DEFAULT_SCHEMA = "cronwright"
 # pg_advisory_xact_lock(class, key): the class is "CrWt", the key the schema name's hash.
 _LOCK_CLASS = int.from_bytes(b"CrWt", "big")
+# pg_try_advisory_xact_lock(class, key) of a fold of the count rows: one at a time per schema.
+_FOLD_CLASS = int.from_bytes(b"CrWf", "big")
+# A read of a source's counts that sums more count rows than this folds that source's rows (a read of all
+# the counts, more rows than one per source and state: all of them): a count reads about this many rows
+# more than it must, however many writes came since the node's last fold, or if no node runs.
+FOLD_AFTER = 256
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes", "audit"})
 # A node whose clock differs from the database's by more than this is told so (logs and `state`).
@@ -568,6 +574,50 @@ class PostgresStore(SqlJobReads, SqlOutbox):
     def prune_audit(self, older_than: datetime) -> int:
         with self._session(write=True) as connection:
             return int(connection.execute(_Q["prune_audit"], (older_than,)).rowcount)
+
+    # -- counts: sums of the rows the triggers append (job_count_deltas), folded now and then --------
+
+    def counts(self, created_by: str | None = None) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        with self._session(write=False) as connection:
+            if created_by is None:
+                rows = connection.execute(_Q["counts"]).fetchall()
+            else:
+                rows = connection.execute(_Q["counts_of_source"], (created_by,)).fetchall()
+        counts.update({str(state): int(number) for state, number, _ in rows})
+        self._fold_if_many(created_by, sum(int(summed) for _, _, summed in rows))
+        return counts
+
+    def count_live(self, created_by: str) -> int:
+        with self._session(write=False) as connection:
+            query = _Q["count_live"].format(live=self._marks(LIVE))
+            row = connection.execute(query, (created_by, *LIVE)).fetchone()
+        live, summed = (int(row[0]), int(row[1])) if row else (0, 0)
+        self._fold_if_many(created_by, summed)
+        return live
+
+    def fold_counts(self, created_by: str | None = None) -> int:
+        """Folds the count rows of one source, or of all, into one per (source, state); answers how many
+        rows it wrote in their place (0 also while another fold holds the lock: that one does the work)."""
+        with self._session(write=True) as connection:
+            locked = connection.execute(_Q["fold_lock"], (_FOLD_CLASS, self._schema)).fetchone()
+            if not locked or not locked[0]:
+                return 0
+            if created_by is None:
+                done = connection.execute(_Q["fold_counts"].format(where=""))
+            else:
+                done = connection.execute(
+                    _Q["fold_counts"].format(where="AND created_by = %s"), (created_by,)
+                )
+            return int(done.rowcount)
+
+    def _fold_if_many(self, created_by: str | None, summed: int) -> None:
+        if summed <= FOLD_AFTER:
+            return
+        try:
+            self.fold_counts(created_by)
+        except StoreError as error:  # the count read is answered; the next read or pass folds
+            log.debug("could not fold the counts of %s: %s", created_by, error)
 
     def _decoded(self, data: Any) -> Any:
         return data

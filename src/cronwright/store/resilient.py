@@ -454,6 +454,9 @@ class ResilientStore:
     def prune_audit(self, older_than: datetime) -> int:
         return self.inner.prune_audit(older_than)
 
+    def fold_counts(self) -> int:
+        return self.inner.fold_counts()
+
     def beat(self, node: str, now: datetime) -> None:
         self.inner.beat(node, now)
 

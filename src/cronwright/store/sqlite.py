@@ -441,6 +441,9 @@ class SqliteStore(SqlJobReads, SqlOutbox):
                 connection.execute(_Q["insert_audit"], _audit_columns(audit))
             return done.rowcount > 0
 
+    def fold_counts(self) -> int:
+        return 0  # job_counts is kept in place: SQLite has one writer at a time, so a counter row is free
+
     def prune_audit(self, older_than: datetime) -> int:
         with self._transaction(write=True) as connection:
             return int(connection.execute(_Q["prune_audit"], (micros(older_than),)).rowcount)

@@ -47,8 +47,9 @@ SELECT id, version, data, deleted FROM jobs WHERE dedupe_key = %s ORDER BY id
 SELECT id, version, data FROM jobs WHERE NOT deleted
 
 -- name: count_live
--- Answered from the index jobs_created_by alone: no row is read, no record decoded.
-SELECT count(*) FROM jobs WHERE NOT deleted AND created_by = %s AND state IN ({live})
+-- The sum of the source's count rows (job_count_deltas) of the live states, and how many rows it summed
+-- (the store folds them when they are many): read from the index job_count_deltas_source.
+SELECT coalesce(sum(n), 0), count(*) FROM job_count_deltas WHERE created_by = %s AND state IN ({live})
 
 -- name: due
 -- `NOT deleted` and the comparison on wake_at match the partial index jobs_wake, so this walks the
@@ -83,11 +84,33 @@ UPDATE jobs SET deleted = true WHERE id = %s AND NOT deleted RETURNING id, versi
 SELECT id, version, data FROM jobs WHERE NOT deleted AND flight_node = %s AND state = %s ORDER BY id
 
 -- name: counts
-SELECT state, count(*) FROM jobs WHERE NOT deleted GROUP BY state
+-- From the count rows the triggers append: a few per source and state, not one per job. Then how many of
+-- the rows summed were not folded yet: all but one per source.
+SELECT state, sum(n), count(*) - count(DISTINCT created_by) FROM job_count_deltas GROUP BY state
 
 -- name: counts_of_source
--- A source's `status`: answered from the index jobs_created_by alone, no record decoded.
-SELECT state, count(*) FROM jobs WHERE NOT deleted AND created_by = %s GROUP BY state
+-- A source's `status`: the sum of its count rows per state, and how many rows each summed (one when
+-- folded).
+SELECT state, sum(n), count(*) FROM job_count_deltas WHERE created_by = %s GROUP BY state
+
+-- name: fold_lock
+-- Only one fold at a time (a second one skips, rather than wait): taken for the fold's transaction.
+SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))
+
+-- name: fold_counts
+-- The count rows of one source (`{where}`: `AND created_by = %s`) or of all, folded into one row per
+-- (source, state) where there are several (a folded row is left alone), in one statement: a reader sees
+-- the rows before or the rows after, never a mix, and a row a write appends meanwhile is not in the
+-- statement's snapshot, so it stays, and every sum stays exact. A sum of zero leaves no row.
+WITH several AS (
+    SELECT created_by, state FROM job_count_deltas WHERE true {where}
+    GROUP BY created_by, state HAVING count(*) > 1),
+folded AS (
+    DELETE FROM job_count_deltas AS d USING several
+    WHERE d.created_by = several.created_by AND d.state = several.state
+    RETURNING d.created_by, d.state, d.n)
+INSERT INTO job_count_deltas (created_by, state, n)
+SELECT created_by, state, sum(n) FROM folded GROUP BY created_by, state HAVING sum(n) <> 0
 
 -- name: backfills_waiting
 -- A source's quota: through the partial index jobs_backfilling, which holds only the rows with a queue

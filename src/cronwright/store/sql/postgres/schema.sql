@@ -59,6 +59,63 @@ CREATE INDEX jobs_backfilling ON jobs (created_by) WHERE NOT deleted AND (data -
 -- Orphan detection looks at jobs held by a node, never at the whole table.
 CREATE INDEX jobs_flight_node ON jobs (flight_node) WHERE NOT deleted AND flight_node IS NOT NULL;
 
+-- The first live jobs by id with their versions (first_versions_by_id), read from this index alone.
+CREATE INDEX jobs_live_id_version ON jobs (id, version) WHERE NOT deleted;
+
+-- How many jobs not deleted each source has in each state (`status`, and the live schedules a quota
+-- checks): every change of a job's row appends +1 for the (source, state) it enters and -1 for the one it
+-- leaves, in the transaction of the change, so a count is the sum of its source's rows. Appended rather
+-- than updated in place: one counter row per (source, state) would make every node's claims and outcomes
+-- (each changes a job's state) wait on the same row. The store folds a source's rows into one per state
+-- now and then (fold_counts in queries.sql).
+CREATE TABLE job_count_deltas (
+    created_by text NOT NULL,
+    state text NOT NULL,
+    n bigint NOT NULL
+);
+
+CREATE INDEX job_count_deltas_source ON job_count_deltas (created_by, state) INCLUDE (n);
+
+-- A trigger, not the store's code: the writes of a node of an older release (during a rolling upgrade)
+-- and hand edits are counted too. Its search_path is the store's schema (as it was when the function was
+-- made), so a write through a schema-qualified name from any session counts.
+CREATE FUNCTION cronwright_count_job() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        IF NOT OLD.deleted THEN
+            INSERT INTO job_count_deltas (created_by, state, n) VALUES (OLD.created_by, OLD.state, -1);
+        END IF;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        IF NOT NEW.deleted THEN
+            INSERT INTO job_count_deltas (created_by, state, n) VALUES (NEW.created_by, NEW.state, 1);
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_counted AFTER INSERT OR DELETE ON jobs
+    FOR EACH ROW EXECUTE FUNCTION cronwright_count_job();
+
+CREATE TRIGGER jobs_counted_change AFTER UPDATE OF state, deleted, created_by ON jobs
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.deleted IS DISTINCT FROM NEW.deleted
+        OR OLD.created_by IS DISTINCT FROM NEW.created_by)
+    EXECUTE FUNCTION cronwright_count_job();
+
+-- An emptied jobs table (by hand) leaves no count behind.
+CREATE FUNCTION cronwright_count_no_jobs() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+BEGIN
+    TRUNCATE job_count_deltas;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_counted_truncate AFTER TRUNCATE ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION cronwright_count_no_jobs();
+
 CREATE TABLE runs (
     -- Insertion order, the tie-break for runs that finished at the same instant.
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
