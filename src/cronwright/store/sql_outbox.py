@@ -9,6 +9,7 @@ holds it, and only its holder settles it (see `claim_notifications` for PostgreS
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
@@ -19,26 +20,28 @@ from cronwright.errors import StoreCorrupt
 from cronwright.store.outbox import RETENTION
 
 
-class SqlOutbox:
+class SqlOutbox(ABC):
     """Mixin for a store with the `notifications` table. `_p` is the driver's placeholder, `_queries`
-    the dialect's statements, and `_claim_lock` what the claim's subquery locks with."""
+    the dialect's statements, and `_claim_lock` what the claim's subquery locks with. Its hooks are
+    abstract: a store that lacks one fails when it is made, not at its first use."""
 
     _p: str
     _queries: Mapping[str, str]
     _claim_lock: str = ""
 
-    def _writing(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[Any]: ...
 
-    def _reading(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def _reading(self) -> AbstractContextManager[Any]: ...
 
-    def _instant(self, moment: datetime) -> object:
-        raise NotImplementedError
+    @abstractmethod
+    def _instant(self, moment: datetime) -> object: ...
 
+    @abstractmethod
     def _moment(self, value: Any) -> datetime:
         """An instant as a column holds it, as an aware UTC datetime."""
-        raise NotImplementedError
+        ...
 
     # --- writes inside a save ---------------------------------------------------------------------
 

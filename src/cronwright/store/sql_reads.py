@@ -4,6 +4,7 @@ dialect's named queries (sql/<dialect>/queries.sql)."""
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -21,10 +22,11 @@ LIVE = tuple(state.value for state in State if state.live)
 _IDS_PER_READ = 500
 
 
-class SqlJobReads:
+class SqlJobReads(ABC):
     """Mixin for a store whose `jobs` table has the columns id, version, data, name, state, target,
     created_by, dedupe_key, wake_at and deleted. `_p` is the driver's placeholder (`?` or `%s`), and
-    `_queries` the dialect's named statements.
+    `_queries` the dialect's named statements. Its hooks are abstract: a store that lacks one fails when it
+    is made, not at its first read.
 
     A read of many rows leaves out a row that cannot be read (written by hand behind the store's back,
     say) rather than failing whole: one broken row must neither stop the scheduler nor hide every other
@@ -36,14 +38,14 @@ class SqlJobReads:
     _queries: Mapping[str, str]
     _unreadable: dict[int, str]
 
-    def _reading(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def _reading(self) -> AbstractContextManager[Any]: ...
 
-    def _read_job(self, row: Sequence[Any]) -> Job:
-        raise NotImplementedError
+    @abstractmethod
+    def _read_job(self, row: Sequence[Any]) -> Job: ...
 
-    def _read_run(self, data: Any, seq: int) -> Run:
-        raise NotImplementedError
+    @abstractmethod
+    def _read_run(self, data: Any, seq: int) -> Run: ...
 
     def _same_run(self, row: Sequence[Any] | None, run: Run) -> bool:
         """Whether `row` (seq, data) of the runs table is this very record of `run`'s attempt."""
@@ -52,13 +54,15 @@ class SqlJobReads:
         except StoreCorrupt:
             return False  # a damaged record of the attempt is still a record of it
 
+    @abstractmethod
     def _instant(self, moment: datetime) -> object:
         """`moment` as the wake_at column holds it."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _decoded(self, data: Any) -> Any:
         """A JSON column's value as read (SQLite gives text, PostgreSQL the value)."""
-        raise NotImplementedError
+        ...
 
     @property
     def unreadable(self) -> dict[int, str]:
