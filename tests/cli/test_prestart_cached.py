@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,15 @@ def servers() -> set[int]:
     return found
 
 
-def starting() -> bool:
-    return any(thread.name == "cronwright-forkserver-start" for thread in threading.enumerate())
+def starters() -> set[threading.Thread]:
+    """The threads of this process starting a fork server in the background (`Pool.prestart`)."""
+    return {thread for thread in threading.enumerate() if thread.name == "cronwright-forkserver-start"}
+
+
+def starting(before: AbstractSet[threading.Thread] = frozenset()) -> bool:
+    """Whether a server start begun since `before` runs: an earlier test's start, still finishing on a
+    busy machine, is not this test's."""
+    return bool(starters() - before)
 
 
 def test_a_tick_starts_the_servers_its_config_made_last_time_before_it_parses_it(config: Path) -> None:
@@ -61,7 +69,7 @@ def test_a_tick_starts_the_servers_its_config_made_last_time_before_it_parses_it
         first.close()
     [spec] = SpecCache(cache_dir()).get(config)
     assert (spec.module, spec.paths) == ("acts", (str(config.parent / "scripts"),))
-    before = servers()
+    before, earlier = servers(), starters()
 
     second = Runtime(str(config))
     try:
@@ -70,7 +78,7 @@ def test_a_tick_starts_the_servers_its_config_made_last_time_before_it_parses_it
         wait_for("the fork server", lambda: len(servers() - before) == 1)
     finally:
         second.close()  # no app was built: the close ends the servers started for it
-    wait_for("the server's start to end", lambda: not starting())
+    wait_for("the server's start to end", lambda: not starting(earlier))
     wait_for("no server left", lambda: not servers() - before)
 
 
@@ -81,12 +89,12 @@ def test_a_config_edited_since_starts_nothing_early(config: Path) -> None:
     finally:
         first.close()
     config.write_text(config.read_text() + "\n# edited\n")
-    before = servers()
+    before, earlier = servers(), starters()
 
     runtime = Runtime(str(config))
     try:
         runtime.prestart_workers()
-        assert not starting()
+        assert not starting(earlier)
         assert not servers() - before
     finally:
         runtime.close()
