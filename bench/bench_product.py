@@ -61,10 +61,11 @@ def serve_round(jobs: int, kind: str, folder: Path) -> float:
         # Far enough ahead for the copies to be written before they are due (the write is not timed).
         due = utc_now() + MARGIN + timedelta(seconds=jobs / 1_000)
         world.due_at_once(template, jobs, due)
+        runs = world.run_counter()
         if utc_now() >= due:
             raise RuntimeError("the one-shots were still being written at their due instant")
         serve.wake()
-        finished = wait_until(f"{jobs} runs recorded", lambda: world.runs() >= WARM_UP + jobs, 1800)
+        finished = wait_until(f"{jobs} runs recorded", lambda: runs() >= WARM_UP + jobs, 1800)
         seconds = finished - due.timestamp()
     finally:
         serve.stop()

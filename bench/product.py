@@ -109,6 +109,23 @@ class World:
             (count,) = connection.execute("SELECT count(*) FROM runs").fetchone()
         return int(count)
 
+    def run_counter(self) -> Callable[[], int]:
+        """`runs()` for a watcher that asks every few milliseconds: one connection, and each call counts
+        only the rows written since the last (a count of the whole table, on a fresh connection, each
+        10 ms took about a tenth of a core from the serve it watched at 1,300 firings a second)."""
+        connection = sqlite3.connect(self.db, timeout=60, isolation_level=None)
+        seen, last = 0, 0
+
+        def count() -> int:
+            nonlocal seen, last
+            new, top = connection.execute(
+                "SELECT count(*), max(rowid) FROM runs WHERE rowid > ?", (last,)
+            ).fetchone()
+            seen, last = seen + int(new), int(top) if top is not None else last
+            return seen
+
+        return count
+
     def outcomes(self) -> dict[str, int]:
         """Each job state and how many jobs are in it, and how many (job, fire_id) ran more than once."""
         with sqlite3.connect(self.db, timeout=60) as connection:

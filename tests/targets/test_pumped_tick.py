@@ -1,6 +1,7 @@
-"""A tick waits for its python runs' replies on its own thread (Dispatcher.pumped, Replies.pumping): no
-reply thread, no GIL hand-off per run, and nothing it waits for is missed: a run on a thread of its own (a
-command) wakes its wait, and a call past its deadline is still stopped.
+"""A tick, and a serving node's loop, wait for their python runs' replies on their own thread
+(Dispatcher.pumped, Replies.pumping): no reply thread, no GIL hand-off per run, and nothing they wait for
+is missed: a run on a thread of its own (a command) wakes the wait, as does a wake-up from another thread,
+and a call past its deadline is still stopped.
 
 The python runs a pass starts take one look at their module's files between them (Registry.one_look).
 
@@ -9,8 +10,10 @@ Real store, real registry and TargetRunner, real worker processes; the clock is 
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -147,3 +150,57 @@ def test_the_python_runs_of_one_pass_take_one_look_at_their_modules_files(
     assert [run["outcome"] for run in runs] == ["ok"] * 8
     # One pass claimed all four (a stat of the module for each, before); the passes after it started none.
     assert len(looks) == 1
+
+
+@contextlib.contextmanager
+def serving(ticking: Ticking) -> Iterator[threading.Thread]:
+    """The node's serve loop on a thread of its own (as `cronwright serve` runs it), stopped after."""
+    loop = threading.Thread(target=drive.serve_forever, args=(ticking.node,), name="serve-loop")
+    loop.start()
+    try:
+        yield loop
+    finally:
+        ticking.node.stop()
+        loop.join(30)
+        assert not loop.is_alive(), "the serve loop did not end when the node stopped"
+
+
+def runs_of(ticking: Ticking) -> list[dict[str, Any]]:
+    reply = ticking.protocol.dispatch({"action": "history"}, operator())
+    runs: list[dict[str, Any]] = reply["runs"]
+    return runs
+
+
+def until(what: str, check: Callable[[], bool]) -> None:
+    """Waits (in real time: the loop runs on a thread) for what another thread does, failing after 60 s."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_serving_loops_python_replies_come_on_its_own_thread(ticking: Ticking) -> None:
+    """serve pumps its replies as a tick does, while it waits between passes: no reply thread."""
+    for n in range(4):
+        ticking.create(f"py-{n}", "acts", "ok")
+    ticking.tick_at("2026-03-02T10:00:00+01:00")  # starts the workers, so the served runs are begun
+    with serving(ticking):
+        ticking.clock.set(datetime.fromisoformat("2026-03-03T10:00:00+01:00"))
+        ticking.node.wake()
+        until("the day's four runs", lambda: len(runs_of(ticking)) == 8)
+        assert ticking.runner.pool._replies._thread is None
+
+    assert [run["outcome"] for run in runs_of(ticking)] == ["ok"] * 8
+
+
+def test_a_wake_from_another_thread_ends_the_serving_loops_pumped_wait(ticking: Ticking) -> None:
+    """The loop waits in the pump (its next pass a day away by the clock); a wake-up from another thread
+    (a front's change, SIGUSR1) must end that wait, or the job due now would wait for the next pass."""
+    ticking.create("py", "acts", "ok")
+    with serving(ticking):
+        until("the loop's wait", lambda: ticking.runner.pool._replies._pumps == 1)
+        ticking.clock.set(datetime.fromisoformat("2026-03-02T10:00:00+01:00"))
+        ticking.node.wake()
+        until("the run due now", lambda: len(runs_of(ticking)) == 1)
+
+    assert [run["outcome"] for run in runs_of(ticking)] == ["ok"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -361,6 +362,31 @@ def test_a_spare_pool_starts_a_worker_beside_the_one_taken(make_runner: MakeRunn
         pool.wait_warm()
         assert pool.idle(spec) == idle_after, spare
         runner.close()
+
+
+def test_a_spare_pool_keeps_its_spare_through_bursts_that_take_every_idle_worker(
+    make_runner: MakeRunner, tmp_path: Path
+) -> None:
+    """The spare is one beyond `max_idle`: a burst that takes the last idle worker starts it, and its end
+    keeps it. Counted in `max_idle`, each such burst forked a spare and killed a worker as it ended (serve
+    with 16 slots did both at every pass of 16 firings); the calls then run on the same two workers."""
+    write_module(tmp_path / "scripts", "acts", ACTIONS)
+    pool = Pool(spare=True, max_idle=1)
+    registry, runner = make_runner(
+        {"acts": {"kind": "python", "module": "acts", "path": ["scripts"]}}, pool=pool
+    )
+    [spec] = registry.python_workers()
+    runner.warm()
+    pool.wait_warm()
+    pids: set[int] = set()
+    for _ in range(6):
+        result = run(runner, "context")
+        assert result.outcome is Outcome.OK
+        pids.add(json.loads(result.message)["pid"])
+        pool.wait_warm()
+    assert len(pids) <= 2
+    assert pool.idle(spec) == 2
+    runner.close()
 
 
 def test_the_worker_environment_holds_only_the_allowlist(

@@ -142,11 +142,30 @@ class Dispatcher:
                 return
             pump.wait(left)
 
-    def _wake_pump(self, _future: Future[None]) -> None:
-        """A run's future is done: a pump waiting on another thread looks again."""
+    def wait_for(self, event: threading.Event, timeout: float) -> bool:
+        """`event.wait(timeout)`, pumping the runner's replies meanwhile where this thread pumps them (a
+        serving node's loop: the outcomes of its runs come on it). Whoever sets `event` from another
+        thread calls `wake_waiter` after, so that a pump's wait ends at once."""
+        pump = self._pump
+        if pump is None or pump.owner != threading.get_ident():
+            return event.wait(timeout)
+        until = time.monotonic() + timeout
+        while not event.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            pump.wait(left)
+        return True
+
+    def wake_waiter(self) -> None:
+        """From another thread: a pumping thread in `wait` or `wait_for` looks again now."""
         pump = self._pump
         if pump is not None and pump.owner != threading.get_ident():
             pump.wake()
+
+    def _wake_pump(self, _future: Future[None]) -> None:
+        """A run's future is done: a pump waiting on another thread looks again."""
+        self.wake_waiter()
 
     # --- what is in flight ----------------------------------------------------------------------
 

@@ -545,9 +545,14 @@ class Node:
         process may have written notifications (a CLI's run), so the delivery loop looks too."""
         self.poked.set()
         self.changed.set()
-        self.woken.set()
+        self._rouse()
         if self.on_notes is not None:
             self.on_notes()
+
+    def _rouse(self) -> None:
+        """Ends the loop's wait, wherever it waits: on `woken`, or pumping its runs' replies."""
+        self.woken.set()
+        self.runs.wake_waiter()
 
     def interrupt_runs(self, why: str) -> None:
         """Stops every run in flight now, each recorded `interrupted` as it ends, and claims nothing
@@ -555,13 +560,13 @@ class Node:
         if self.runs.in_flight():
             log.warning("%s: stopping %d runs in flight, recorded interrupted", why, self.runs.in_flight())
         self.stopping.set()
-        self.woken.set()
+        self._rouse()
         self.runs.interrupt()
 
     def stop(self) -> None:
         """Stops claiming, lets runs in flight finish within the shutdown grace, and interrupts the rest."""
         self.stopping.set()
-        self.woken.set()
+        self._rouse()
         try:
             self.wait_for_runs(self.settings.shutdown_grace.total_seconds())
         except TimeoutError:

@@ -533,7 +533,9 @@ class Pool:
     def _release(self, worker: _Worker) -> None:
         with self._lock:
             slots = self._slots.setdefault(worker.spec, _Slots())
-            if not self._closed and len(slots.idle) < self.max_idle:
+            # The spare is one beyond `max_idle`: counted in it, a burst that takes every idle worker
+            # would start a spare, and the burst's end kill one, each time (a fork and a kill a pass).
+            if not self._closed and len(slots.idle) < self.max_idle + self.spare:
                 slots.idle.append(worker)
                 return
         worker.kill()
