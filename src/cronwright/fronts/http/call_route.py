@@ -21,8 +21,11 @@ from cronwright.core.sources import Source
 from cronwright.errors import MessageTooLarge
 from cronwright.fronts.http.statuses import Reply, status_of
 
-# As many protocol calls at once as anyio's default thread limiter let through before.
+# As many protocol calls at once as anyio's default thread limiter let through before. One pool for the
+# process, however many apps it builds (the tests build hundreds): its threads start as calls need them,
+# and an idle one sleeps in its queue without a timeout (semantic 25).
 THREADS = 40
+_POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="cronwright-call")
 
 Handle = Callable[[bytes, Source], "dict[str, Any] | None"]
 
@@ -34,7 +37,6 @@ class CallRoute:
         self._handle = handle
         self._limit = limit
         self._source_key = source_key
-        self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="cronwright-call")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         source = scope.get(self._source_key)
@@ -59,7 +61,7 @@ class CallRoute:
             if body is _DISCONNECTED:
                 return  # the client left: nobody to answer
             loop = asyncio.get_running_loop()
-            reply = await loop.run_in_executor(self._pool, self._handle, body, source)
+            reply = await loop.run_in_executor(_POOL, self._handle, body, source)
             assert reply is not None  # BearerAuth let only known sources through
             await respond(reply)
         except Exception:
