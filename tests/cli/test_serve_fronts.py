@@ -381,6 +381,36 @@ def test_a_run_now_through_http_is_handed_to_the_node_which_runs_it_at_once(cw: 
             stderr.join()
 
 
+def test_the_last_of_a_burst_of_creates_through_http_wakes_the_node(cw: Cronwright) -> None:
+    # The fronts fold a burst's wake-ups into a trailing signal (wake_coalescing.py, whose own tests
+    # drive the window): whether the last create's signal went at once or trailed, the job it made, due in a
+    # second, fires then, not at the node's safety wake-up a minute later.
+    add_token(cw)
+    with cw.popen("serve") as serve:
+        stderr = Lines(serve.stderr)
+        try:
+            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
+            with httpx.Client(base_url=url_of(stderr), headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+                for index in range(30):
+                    job = {
+                        "name": f"quiet-{index}",
+                        "target": "sh",
+                        "action": "log",
+                        "schedule": {"every": "1h"},
+                    }
+                    reply = http.post("/v1/call", json={"action": "create_job", "job": job}, timeout=30)
+                    assert reply.json()["ok"] is True, reply.text
+                soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+                job = {"name": "last", "target": "sh", "action": "log", "run_at": soon}
+                reply = http.post("/v1/call", json={"action": "create_job", "job": job}, timeout=30)
+                assert reply.json()["ok"] is True, reply.text
+            wait_for("the node to run the last", lambda: len(cw.fires()) == 1, timeout=20)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(timeout=30)
+            stderr.join()
+
+
 @needs_faketime
 def test_a_killed_node_takes_its_front_with_it_and_loses_no_run(cw: Cronwright) -> None:
     cw.json("add", "slow", "--target", "sh", "--action", "slow", *EVERY_SECOND)

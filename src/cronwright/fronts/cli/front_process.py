@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 
 from cronwright.fronts.cli.runtime import Runtime
+from cronwright.fronts.cli.wake_coalescing import CoalescedWake
 from cronwright.telemetry.logs import say
 
 _log = logging.getLogger("cronwright.cli")
@@ -66,7 +67,9 @@ def serve_fronts(runtime: Runtime, listening: socket.socket, relay_fd: int, node
     counters = MetricsSink(registry)  # the node's events, and this process's own (a resume's skip)
     app = runtime.app(sinks=(counters,))
     app.metrics = registry
-    app.node.on_notes = lambda: _changed_here(app.changes.changed, node_pid)
+    # A burst of changes wakes the node once per window, not once each (wake_coalescing.py).
+    wake_node = CoalescedWake(lambda: _signal_node(node_pid))
+    app.node.on_notes = lambda: _changed_here(app.changes.changed, wake_node.changed)
     relay = RelayReader(relay_fd, [counters], app.changes.changed, ended=stop.set)
     relay.start()
     # SIGHUP comes from the node's process once it applied a reload: this process applies it too.
@@ -119,9 +122,13 @@ def yield_to_the_node() -> None:
                 os.sched_setscheduler(thread, batch, os.sched_param(0))
 
 
-def _changed_here(changed: Callable[[], None], node_pid: int) -> None:
+def _changed_here(changed: Callable[[], None], wake_node: Callable[[], None]) -> None:
     """A change made here (or notifications written): the dashboards here show it, and the node wakes."""
     changed()
+    wake_node()
+
+
+def _signal_node(node_pid: int) -> None:
     if os.getppid() != node_pid:
         return  # the node's process is gone (its pid may be another's now): the relay's end stops this one
     with contextlib.suppress(OSError):

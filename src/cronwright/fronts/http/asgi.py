@@ -43,8 +43,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cronwright.app import App
 from cronwright.core.sources import Source, token_digest
-from cronwright.errors import Invalid, MessageTooLarge
+from cronwright.errors import Invalid
 from cronwright.fronts import mcp as mcp_front
+from cronwright.fronts.http.call_route import CallRoute
 from cronwright.fronts.http.listen import listening
 from cronwright.fronts.http.statuses import Reply, status_of
 from cronwright.fronts.http.throttle import AuthFailureCounts, AuthFailures, client_address
@@ -107,12 +108,19 @@ class BearerAuth:
     """ASGI middleware: 401 with no detail unless the bearer token picks a source, which goes in the scope.
 
     A wrong token counts against its client's address (`AuthFailures`): past its allowance the client
-    gets 429 with Retry-After instead. A token that picks a source is never throttled."""
+    gets 429 with Retry-After instead. A token that picks a source is never throttled.
 
-    def __init__(self, app: ASGIApp, tokens: Tokens, failures: AuthFailures) -> None:
+    A `POST /v1/call` that passed goes straight to `call` (call_route.py), around Starlette's router and
+    middlewares, which cost as much CPU as a create itself; the rest (a GET of /v1/call too, which
+    Starlette answers 405) goes to `app`."""
+
+    def __init__(
+        self, app: ASGIApp, tokens: Tokens, failures: AuthFailures, call: ASGIApp | None = None
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.failures = failures
+        self.call = call
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -129,6 +137,9 @@ class BearerAuth:
             await self._refuse(scope, authorization)(scope, receive, send)
             return
         scope[SOURCE_KEY] = source
+        if self.call is not None and path == "/v1/call" and scope["method"] == "POST":
+            await self.call(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
     def _refuse(self, scope: Scope, authorization: str | None) -> Response:
@@ -172,17 +183,6 @@ class _Api:
     async def dispatch(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         source = _source(request)
         reply = await run_in_threadpool(self.app.protocol.dispatch, fields, source)
-        return _json(reply)
-
-    async def call(self, request: Request) -> Response:
-        body = await _read_capped(request, self.limit)
-        if body is None:
-            refusal = MessageTooLarge(
-                f"the message is larger than the limit of {self.limit} bytes (max_message_bytes)"
-            )
-            return _json(refusal.reply())
-        reply = await run_in_threadpool(self.app.protocol.handle, body, _source(request))
-        assert reply is not None  # BearerAuth let only known sources through
         return _json(reply)
 
     async def jobs(self, request: Request) -> Response:
@@ -247,6 +247,7 @@ def create_app(
     failures = AuthFailures(app.node.clock)
     dashboard, _ = create_ui(app, tokens.source, links, failures)
     api = _Api(app, failures, view)
+    call = CallRoute(app.protocol.handle, api.limit, SOURCE_KEY)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
     mcp_server.streamable_http_app(
@@ -261,7 +262,7 @@ def create_app(
 
     starlette = Starlette(
         routes=[
-            Route("/v1/call", api.call, methods=["POST"]),
+            Route("/v1/call", call, methods=["POST"]),  # BearerAuth hands it its POSTs before Starlette
             _get("/v1/jobs", api.jobs),
             _get("/v1/jobs/{name}", api.job),
             _get("/v1/runs", api.runs),
@@ -278,7 +279,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
-    return BearerAuth(starlette, tokens, failures)
+    return BearerAuth(starlette, tokens, failures, call)
 
 
 _JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
@@ -391,19 +392,6 @@ def _number(text: str) -> int | str:
     """A query parameter that must be a whole number; anything else goes on, to be refused by name."""
     # Any length the model can bound: past 2**62 it is refused as out of range, not as "not a number".
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 40 else text
-
-
-async def _read_capped(request: Request, limit: int) -> bytes | None:
-    """The body, or None as soon as it is known to exceed `limit`: from Content-Length, or while reading."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
