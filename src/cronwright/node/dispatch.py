@@ -24,6 +24,9 @@ log = logging.getLogger("cronwright.node")
 
 Attempt = tuple[int, str, int]  # (job id, fire_id, attempt)
 
+# The granularity of a pump's wait (epoll's, in milliseconds), which `wait_for` stops short of.
+EPOLL_STEP = 0.001
+
 
 def attempt_of(occurrence: Occurrence) -> Attempt:
     return (occurrence.job_id, occurrence.fire_id, occurrence.attempt)
@@ -154,7 +157,13 @@ class Dispatcher:
             left = until - time.monotonic()
             if left <= 0:
                 return False
-            pump.wait(left)
+            if left > EPOLL_STEP:
+                # epoll counts whole milliseconds and rounds a wait up: asked for `left`, it would wake up
+                # to a millisecond after a due instant, late against Event.wait's precision (a peer on
+                # the same store then won every claim of a due occurrence). One step short instead...
+                pump.wait(left - EPOLL_STEP)
+            else:
+                time.sleep(left)  # ...and the rest, under a millisecond, slept to the instant
         return True
 
     def wake_waiter(self) -> None:
