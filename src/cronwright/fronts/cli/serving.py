@@ -76,8 +76,11 @@ def serve(runtime: Runtime) -> None:
     app = runtime.app(boot=True, serving=True, sinks=(relay,))
     fronts = _fronts(app, relay)
     # The main thread sleeps until a signal, or the end of the node's loop, sets `stop`: it never polls,
-    # so an idle serve does not wake (DESIGN semantic 25).
-    stop = threading.Event()
+    # so an idle serve does not wake (DESIGN semantic 25). It is woken whatever thread a signal came to.
+    from cronwright.fronts.cli.main_wait import MainWait
+
+    stop = MainWait()
+    stop.install()
     from cronwright.node.runner import Warms
 
     runner = app.node.runs.runner
