@@ -364,21 +364,14 @@ def test_a_killed_front_comes_back_on_the_same_address_and_the_node_fires_on(cw:
 
 def test_a_run_now_through_http_is_handed_to_the_node_which_runs_it_at_once(cw: Cronwright) -> None:
     add_token(cw)
-    with cw.popen("serve") as serve:
-        stderr = Lines(serve.stderr)
-        try:
-            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
-            job = {"name": "manual", "target": "sh", "action": "log", "schedule": {"every": "1h"}}
-            assert call(url_of(stderr), {"action": "create_job", "job": job})["ok"] is True
-            reply = call(url_of(stderr), {"action": "run_now", "name": "manual"})
-            assert reply["ok"] is True, reply
-            assert reply["handed_to"].startswith(f"{socket.gethostname()}:{serve.pid}:"), reply
-            # Woken by the fronts' process, not at its next safety wake-up a minute later.
-            wait_for("the node to run it", lambda: len(cw.fires()) == 1, timeout=20)
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            serve.wait(timeout=30)
-            stderr.join()
+    with serve_listening(cw) as (pid, url):
+        job = {"name": "manual", "target": "sh", "action": "log", "schedule": {"every": "1h"}}
+        assert call(url, {"action": "create_job", "job": job})["ok"] is True
+        reply = call(url, {"action": "run_now", "name": "manual"})
+        assert reply["ok"] is True, reply
+        assert reply["handed_to"].startswith(f"{socket.gethostname()}:{pid}:"), reply
+        # Woken by the fronts' process, not at its next safety wake-up a minute later.
+        wait_for("the node to run it", lambda: len(cw.fires()) == 1, timeout=20)
 
 
 def test_the_last_of_a_burst_of_creates_through_http_wakes_the_node(cw: Cronwright) -> None:
@@ -386,29 +379,17 @@ def test_the_last_of_a_burst_of_creates_through_http_wakes_the_node(cw: Cronwrig
     # drive the window): whether the last create's signal went at once or trailed, the job it made, due in a
     # second, fires then, not at the node's safety wake-up a minute later.
     add_token(cw)
-    with cw.popen("serve") as serve:
-        stderr = Lines(serve.stderr)
-        try:
-            wait_for("serve to listen", lambda: stderr.saw("listening on"), timeout=30)
-            with httpx.Client(base_url=url_of(stderr), headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-                for index in range(30):
-                    job = {
-                        "name": f"quiet-{index}",
-                        "target": "sh",
-                        "action": "log",
-                        "schedule": {"every": "1h"},
-                    }
-                    reply = http.post("/v1/call", json={"action": "create_job", "job": job}, timeout=30)
-                    assert reply.json()["ok"] is True, reply.text
-                soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
-                job = {"name": "last", "target": "sh", "action": "log", "run_at": soon}
+    with serve_listening(cw) as (_, url):
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            for index in range(30):
+                job = {"name": f"quiet-{index}", "target": "sh", "action": "log", "schedule": {"every": "1h"}}
                 reply = http.post("/v1/call", json={"action": "create_job", "job": job}, timeout=30)
                 assert reply.json()["ok"] is True, reply.text
-            wait_for("the node to run the last", lambda: len(cw.fires()) == 1, timeout=20)
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            serve.wait(timeout=30)
-            stderr.join()
+            soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+            job = {"name": "last", "target": "sh", "action": "log", "run_at": soon}
+            reply = http.post("/v1/call", json={"action": "create_job", "job": job}, timeout=30)
+            assert reply.json()["ok"] is True, reply.text
+        wait_for("the node to run the last", lambda: len(cw.fires()) == 1, timeout=20)
 
 
 @needs_faketime
