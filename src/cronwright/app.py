@@ -163,7 +163,7 @@ def build(
     events = FanOut([LogSink(), *counted, changes, *sinks])
     clock = clock or SystemClock()
     node = Node(
-        store or open_store(config.store_url, settings.run_history),
+        store or open_store(config.store_url, settings.run_history, first_writer=not short_lived),
         runner,
         clock,
         events,

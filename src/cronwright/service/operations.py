@@ -345,6 +345,13 @@ class Service:
             origin=_origin(spec.origin) or {"source": source.name},
             **self._knobs(spec, None),
         )
+        # What the job and its audit entry will be is worked out before the store's write lock is taken:
+        # while it is held, a firing node's claim waits (store/turnstile.py), so it holds only the reads
+        # that decide the create and the write itself.
+        armed = engine.arm(job, now)
+        made = _awaiting(armed, source)
+        shown = self.row(made)
+        entry = self.entry(audit_as, request, source, None, made, after_row=shown)
         with self._create_lock, self.store.exclusive():
             if dedupe_key is not None:
                 existing = self._deduped(dedupe_key, once, source)
@@ -364,12 +371,8 @@ class Service:
                     else ("; names are shared by every source: choose another")
                 )
                 raise NameTaken(f"a job named '{name}' exists{yours}")
-            armed = engine.arm(job, now)
-            made = _awaiting(armed, source)
             if dry:
                 return self._dry(made, source, adds=1, armed=armed)
-            shown = self.row(made)
-            entry = self.entry(audit_as, request, source, None, made, after_row=shown)
             stored = self.store.insert(made, entry)
             if timetable.jitter_of(schedule) is not None and stored.state is not State.PENDING:
                 stored = self._jitter_with_id(stored, now)

@@ -30,8 +30,10 @@ _FORMS = (
 )
 
 
-def open_store(url: str, run_history: int = 100) -> Backend:
+def open_store(url: str, run_history: int = 100, first_writer: bool = False) -> Backend:
     """The store that `url` names. A URL that names none is a ConfigError saying which forms work.
+    `first_writer` for a firing node's store: on SQLite its writes go before any caller's write that has
+    not begun (store/turnstile.py); PostgreSQL locks rows, not the whole store, and needs no such order.
 
     The URL is never echoed whole: a database URL may carry a password.
     """
@@ -41,7 +43,7 @@ def open_store(url: str, run_history: int = 100) -> Backend:
     if scheme in ("postgresql", "postgres"):
         return _postgres(url, run_history)
     if scheme == "sqlite":
-        return SqliteStore(_sqlite_path(url), run_history)
+        return SqliteStore(_sqlite_path(url), run_history, first_writer=first_writer)
     shown = f"a URL with scheme '{scheme}'" if scheme else f"'{url}'"
     raise ConfigError(f"the store {shown} is not understood; {_FORMS}")
 

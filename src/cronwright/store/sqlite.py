@@ -40,6 +40,7 @@ from cronwright.store.base import NodeBeat, Saved, WriteSet
 from cronwright.store.codec import encode, from_micros, job_data, micros, read_job, read_run, run_data
 from cronwright.store.sql_outbox import SqlOutbox
 from cronwright.store.sql_reads import SqlJobReads
+from cronwright.store.turnstile import Turnstile, turnstile_path
 
 # PRAGMA application_id: "CrWt". It marks a file as a cronwright store, so another application's
 # database is never taken for one (and never migrated).
@@ -98,8 +99,15 @@ class SqliteStore(SqlJobReads, SqlOutbox):
     _connection_class: type[sqlite3.Connection] = sqlite3.Connection
 
     def __init__(
-        self, path: str | Path, run_history: int = 100, *, busy_timeout: float = _BUSY_TIMEOUT
+        self,
+        path: str | Path,
+        run_history: int = 100,
+        *,
+        busy_timeout: float = _BUSY_TIMEOUT,
+        first_writer: bool = False,
     ) -> None:
+        """`first_writer` for a firing node's store: its writes go before any caller's write that has
+        not begun yet (turnstile.py)."""
         if run_history < 0:
             raise ValueError(f"run_history must be 0 or more, not {run_history}")
         self._path = Path(path).expanduser().absolute()
@@ -117,6 +125,7 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             raise StoreError(f"cannot create the store {self._path}: {err}") from err
         self._check_header()
         self._conn: sqlite3.Connection | None = self._open(busy_timeout)
+        self._turnstile = Turnstile(turnstile_path(self._path), first_writer, busy_timeout)
 
     @property
     def persistence(self) -> Persistence:
@@ -273,7 +282,8 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             try:
                 # IMMEDIATE takes the write lock before the first read, so a read-then-write is atomic
                 # across processes, and a busy database is waited for here rather than failing mid-way.
-                connection.execute(begin)
+                with self._turnstile.entering() if write and not joined else contextlib.nullcontext(False):
+                    connection.execute(begin)
                 yield connection
                 connection.execute(commit)
             except sqlite3.Error as err:
@@ -487,6 +497,7 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+                self._turnstile.close()
 
 
 def _job_columns(job: Job) -> tuple[Any, ...]:

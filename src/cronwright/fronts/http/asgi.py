@@ -47,6 +47,7 @@ from cronwright.errors import Invalid
 from cronwright.fronts import mcp as mcp_front
 from cronwright.fronts.http.call_route import CallRoute
 from cronwright.fronts.http.listen import listening
+from cronwright.fronts.http.read_route import READS, ReadRoute, query_of, read_fields
 from cronwright.fronts.http.statuses import Reply, status_of
 from cronwright.fronts.http.throttle import AuthFailureCounts, AuthFailures, client_address
 from cronwright.fronts.openapi import document
@@ -110,17 +111,23 @@ class BearerAuth:
     A wrong token counts against its client's address (`AuthFailures`): past its allowance the client
     gets 429 with Retry-After instead. A token that picks a source is never throttled.
 
-    A `POST /v1/call` that passed goes straight to `call` (call_route.py), around Starlette's router and
-    middlewares, which cost as much CPU as a create itself; the rest (a GET of /v1/call too, which
-    Starlette answers 405) goes to `app`."""
+    A `POST /v1/call` that passed goes straight to `call` (call_route.py), and a GET of a read verb to
+    `reads` (read_route.py), around Starlette's router and middlewares, which cost as much CPU as a create
+    or a read itself; the rest (a GET of /v1/call too, which Starlette answers 405) goes to `app`."""
 
     def __init__(
-        self, app: ASGIApp, tokens: Tokens, failures: AuthFailures, call: ASGIApp | None = None
+        self,
+        app: ASGIApp,
+        tokens: Tokens,
+        failures: AuthFailures,
+        call: ASGIApp | None = None,
+        reads: ReadRoute | None = None,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.failures = failures
         self.call = call
+        self.reads = reads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -139,6 +146,9 @@ class BearerAuth:
         scope[SOURCE_KEY] = source
         if self.call is not None and path == "/v1/call" and scope["method"] == "POST":
             await self.call(scope, receive, send)
+            return
+        if self.reads is not None and self.reads.handles(scope):
+            await self.reads(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -186,31 +196,28 @@ class _Api:
         return _json(reply)
 
     async def jobs(self, request: Request) -> Response:
-        return await self._read(request, "list", {"state", "target", "source", "limit", "after_name"})
+        return await self._read(request, "/v1/jobs")
 
     async def job(self, request: Request) -> Response:
         return await self.dispatch(request, {"action": "get", "name": request.path_params["name"]})
 
     async def runs(self, request: Request) -> Response:
-        return await self._read(request, "history", {"name", "job_id", "limit", "before"})
+        return await self._read(request, "/v1/runs")
 
     async def audit(self, request: Request) -> Response:
-        return await self._read(request, "audit", {"name", "job_id", "source", "limit", "before"})
+        return await self._read(request, "/v1/audit")
 
     async def status(self, request: Request) -> Response:
-        return await self._read(request, "status", set())
+        return await self._read(request, "/v1/status")
 
-    async def _read(self, request: Request, action: str, allowed: set[str]) -> Response:
-        query = dict(request.query_params)
-        unknown = sorted(set(query) - allowed)
-        if unknown:
-            known = ", ".join(sorted(allowed)) or "none"
-            return _json(
-                Invalid(unknown[0], f"unknown query parameter '{unknown[0]}'; known: {known}").reply()
-            )
-        numbers = ("job_id", "limit", "before")
-        fields: dict[str, Any] = {k: _number(v) if k in numbers else v for k, v in query.items()}
-        return await self.dispatch(request, {"action": action, **fields})
+    async def _read(self, request: Request, path: str) -> Response:
+        # A GET comes through read_route.py; a HEAD comes here, and is read the same way.
+        action, allowed = READS[path]
+        try:
+            fields = read_fields(action, allowed, query_of(request.scope))
+        except Invalid as refusal:
+            return _json(refusal.reply())
+        return await self.dispatch(request, fields)
 
     async def metrics(self, request: Request) -> Response:
         def scrape() -> bytes:
@@ -248,6 +255,7 @@ def create_app(
     dashboard, _ = create_ui(app, tokens.source, links, failures)
     api = _Api(app, failures, view)
     call = CallRoute(app.protocol.handle, api.limit, SOURCE_KEY)
+    reads = ReadRoute(app.protocol.dispatch, SOURCE_KEY)
     mcp_server = mcp_front.build_server(app.protocol, source_of)
     # Stateless: each MCP request is checked on its own token, and no session outlives it.
     mcp_server.streamable_http_app(
@@ -279,7 +287,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _crash},
         lifespan=lifespan,
     )
-    return BearerAuth(starlette, tokens, failures, call)
+    return BearerAuth(starlette, tokens, failures, call, reads)
 
 
 _JSON_RPC_MESSAGE: TypeAdapter[JSONRPCMessage] = TypeAdapter(JSONRPCMessage)
@@ -386,12 +394,6 @@ def _json(reply: Reply) -> JSONResponse:
     retry_after = reply.get("retry_after")
     headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) else None
     return JSONResponse(reply, status_code=status_of(reply), headers=headers)
-
-
-def _number(text: str) -> int | str:
-    """A query parameter that must be a whole number; anything else goes on, to be refused by name."""
-    # Any length the model can bound: past 2**62 it is refused as out of range, not as "not a number".
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 40 else text
 
 
 async def _http_error(request: Request, error: Exception) -> Response:

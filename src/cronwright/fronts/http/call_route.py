@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,7 +25,7 @@ from cronwright.fronts.http.statuses import Reply, status_of
 # process, however many apps it builds (the tests build hundreds): its threads start as calls need them,
 # and an idle one sleeps in its queue without a timeout (semantic 25).
 THREADS = 40
-_POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="cronwright-call")
+POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="cronwright-call")
 
 Handle = Callable[[bytes, Source], "dict[str, Any] | None"]
 
@@ -41,37 +41,40 @@ class CallRoute:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         source = scope.get(self._source_key)
         assert isinstance(source, Source), "BearerAuth runs before this route"
-        started = False
+        await respond(send, lambda: self._reply(scope, receive, source))
 
-        async def respond(reply: Reply) -> None:
-            nonlocal started
-            status, headers, body = rendered(reply)
-            started = True
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+    async def _reply(self, scope: Scope, receive: Receive, source: Source) -> Reply | None:
+        body = await _read_capped(scope, receive, self._limit)
+        if body is None:
+            return MessageTooLarge(
+                f"the message is larger than the limit of {self._limit} bytes (max_message_bytes)"
+            ).reply()
+        if body is _DISCONNECTED:
+            return None  # the client left: nobody to answer
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(POOL, self._handle, body, source)
+        assert reply is not None  # BearerAuth let only known sources through
+        return reply
 
-        try:
-            body = await _read_capped(scope, receive, self._limit)
-            if body is None:
-                refusal = MessageTooLarge(
-                    f"the message is larger than the limit of {self._limit} bytes (max_message_bytes)"
-                )
-                await respond(refusal.reply())
-                return
-            if body is _DISCONNECTED:
-                return  # the client left: nobody to answer
-            loop = asyncio.get_running_loop()
-            reply = await loop.run_in_executor(_POOL, self._handle, body, source)
-            assert reply is not None  # BearerAuth let only known sources through
-            await respond(reply)
-        except Exception:
-            # As the app's other routes do (asgi.py's _crash): the client gets a bare 500, the traceback
-            # goes to the server's log (uvicorn logs what is raised here).
-            if not started:
-                status, headers, payload = rendered(_CRASH, 500)
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": payload})
-            raise
+
+async def respond(send: Send, reply_of: Callable[[], Awaitable[Reply | None]]) -> None:
+    """Sends the reply `reply_of` makes (None: there is no one to answer). If making it raised, the client
+    gets a bare 500, as from the app's other routes (asgi.py's _crash), and the error goes on to uvicorn,
+    which logs its traceback; an error while sending goes on alone."""
+    try:
+        reply = await reply_of()
+    except Exception:
+        await answer(send, _CRASH, 500)
+        raise
+    if reply is not None:
+        await answer(send, reply)
+
+
+async def answer(send: Send, reply: Reply, status: int | None = None) -> None:
+    """Sends `reply` as the whole response."""
+    code, headers, body = rendered(reply, status)
+    await send({"type": "http.response.start", "status": code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def rendered(reply: Reply, status: int | None = None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
