@@ -18,7 +18,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 
@@ -34,12 +33,6 @@ _log = logging.getLogger("cronwright.cli")
 # that wants a core beside a busy node gets about a tenth of it (Linux CFS weights 110 against 1024);
 # an idle node leaves it every core, so requests slow only while firings need the CPU.
 FRONTS_NICENESS = 10
-# How long a thread of this process runs before one waiting for the GIL may take it (CPython's default is
-# 5 ms). A thread in a write transaction gives up the GIL at each SQLite statement and must take it back
-# to go on; while it waits, it holds the store's write lock, and a firing node's claim waits behind it
-# (store/turnstile.py). With the default, a create held that lock 2.5 to 4 ms while the other request
-# threads parsed and rendered (bench/README.md, session 5).
-SWITCH_INTERVAL = 0.0005
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -49,7 +42,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--relay-fd", type=int, required=True)
     parser.add_argument("--node-pid", type=int, required=True)
     args = parser.parse_args(argv)
-    sys.setswitchinterval(SWITCH_INTERVAL)
     runtime = Runtime(args.config)
     runtime.store_unused = True  # the node's process has said which store it uses, if it had to
     runtime.log_to_stderr()
