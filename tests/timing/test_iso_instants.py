@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -108,3 +108,35 @@ def test_non_strings_are_refused(value: object) -> None:
 )
 def test_bad_instants_are_refused_with_a_readable_message(text: str, expected: str) -> None:
     assert expected in refusal(text)
+
+
+def test_render_reads_an_instant_given_in_any_zone_as_through_utc() -> None:
+    """`render` goes straight into the zone: the same text as through UTC first, across both of Berlin's
+    transitions, Lord Howe's half hour, an offset with seconds (Monrovia, 1970) and a fraction of a second."""
+    zones = [BERLIN, LORD_HOWE, HAVANA, ZoneInfo("Africa/Monrovia"), ZoneInfo("UTC")]
+    starts = [
+        datetime(2026, 3, 29, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 4, 4, 14, 30, tzinfo=UTC),
+        datetime(1970, 6, 1, 12, 0, 0, 999_999, tzinfo=UTC),
+    ]
+    for start in starts:
+        for step in range(0, 7200, 450):
+            instant = start + timedelta(seconds=step, microseconds=step % 7)
+            for given_in in zones:
+                given = instant.astimezone(given_in)
+                for zone in zones:
+                    through_utc = given.astimezone(UTC).astimezone(zone).replace(microsecond=0).isoformat()
+                    assert render(given, zone) == through_utc
+    assert (
+        render(datetime(1970, 6, 1, 12, tzinfo=UTC), ZoneInfo("Africa/Monrovia"))
+        == "1970-06-01T11:15:30-00:44:30"
+    )
+    # Given in the zone itself: a wall time it skipped, and the second copy of a repeated one.
+    skipped = datetime(2026, 3, 29, 2, 30, tzinfo=BERLIN)
+    repeated = datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=BERLIN)
+    for given in (skipped, repeated):
+        through_utc = given.astimezone(UTC).astimezone(BERLIN).replace(microsecond=0).isoformat()
+        assert render(given, BERLIN) == through_utc
+    assert render(skipped, BERLIN) == "2026-03-29T03:30:00+02:00"
+    assert render(repeated, BERLIN) == "2026-10-25T02:30:00+01:00"
