@@ -3,7 +3,9 @@
 Durability: WAL with `synchronous=FULL`, so a write is on disk when its method returns (semantic 18).
 Atomicity: one transaction per method; writes take the write lock up front (`BEGIN IMMEDIATE`), so a
 compare-and-swap and its run inserts are one atomic step across processes, and a second process waits
-(`busy_timeout`) instead of failing.
+(`busy_timeout`) instead of failing. Order: a firing node's write goes before any caller's write that has not
+begun (a front's, a CLI's): a burst of creates holds a claim back by the one write in flight at most
+(turnstile.py, semantic 42).
 
 Threads: one connection, guarded by one lock. SQLite serializes writers anyway and every read here is
 short, so a connection per thread would buy little, would leak with threads that come and go, and
