@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -44,14 +45,19 @@ class NotifySocket:
             return None
 
     def until(self, line: str, timeout: float = 30.0) -> list[list[str]]:
-        """Every datagram up to and including the first with a line that starts with `line`."""
+        """Every datagram up to and including the first with a line that starts with `line`, which must
+        come within `timeout` in all: a watchdog's pets arriving meanwhile do not extend it (a serve that
+        pets but never stops would otherwise hold the test, and CI, for ever)."""
         seen: list[list[str]] = []
-        while True:
-            got = self.next(timeout)
-            assert got is not None, f"no {line} within {timeout}s; got {seen}"
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            got = self.next(left)
+            if got is None:
+                break
             seen.append(got)
             if any(sent.startswith(line) for sent in got):
                 return seen
+        raise AssertionError(f"no {line} within {timeout}s; got {seen}")
 
     def during(self, seconds: float) -> list[list[str]]:
         """Every datagram that arrives in the next `seconds`."""

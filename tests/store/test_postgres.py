@@ -183,6 +183,22 @@ def test_a_schema_holding_other_tables_is_refused_and_left_untouched(url: str) -
     assert left == [("notes",)]
 
 
+@pytest.mark.parametrize("table", ["job_count_deltas", "notifications"])
+def test_a_schema_at_the_current_version_that_lost_a_later_table_is_refused(
+    open_: Callable[..., PostgresStore], url: str, table: str
+) -> None:
+    """Every table of the schema is looked for at open, not only the first release's."""
+    open_().close()
+    schema = url.rsplit("schema=", 1)[1]
+    with pg.connect(url) as connection:
+        connection.execute(
+            sql.SQL("DROP TABLE {}.{} CASCADE").format(sql.Identifier(schema), sql.Identifier(table))
+        )
+
+    with pytest.raises(StoreCorrupt, match=f"its tables {table} are missing"):
+        PostgresStore(url)
+
+
 def test_a_schema_written_by_a_later_release_is_refused(
     open_: Callable[..., PostgresStore], url: str
 ) -> None:

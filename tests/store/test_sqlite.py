@@ -259,7 +259,22 @@ def test_a_file_that_is_not_a_usable_store_is_refused_and_left_untouched(
 def test_a_stamped_file_without_its_tables_is_refused(path: Path) -> None:
     stamped_empty_file(path, version=schema_version())
 
-    with pytest.raises(StoreCorrupt, match="jobs, nodes, runs are missing"):
+    with pytest.raises(
+        StoreCorrupt, match="its tables audit, job_counts, jobs, nodes, notifications, runs are missing"
+    ):
+        SqliteStore(path)
+
+
+@pytest.mark.parametrize("table", ["job_counts", "notifications"])
+def test_a_store_at_the_current_version_that_lost_a_later_table_is_refused(path: Path, table: str) -> None:
+    """Every table of the schema is looked for at open, not only the first release's: a store whose
+    version says it has them, without one, is damaged, refused before a statement needs it."""
+    SqliteStore(path).close()
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute(f"DROP TABLE {table}")
+        connection.commit()
+
+    with pytest.raises(StoreCorrupt, match=f"its tables {table} are missing"):
         SqliteStore(path)
 
 

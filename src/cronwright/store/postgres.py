@@ -69,7 +69,6 @@ _FOLD_CLASS = int.from_bytes(b"CrWf", "big")
 # more than it must, however many writes came since the node's last fold, or if no node runs.
 FOLD_AFTER = 256
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_TABLES = frozenset({"schema_migrations", "jobs", "runs", "nodes", "audit"})
 # A node whose clock differs from the database's by more than this is told so (logs and `state`).
 SKEW_WARNING = timedelta(seconds=2)
 # Defaults for what the URL does not set. A dead server is found by TCP keepalives within about a
@@ -339,7 +338,7 @@ class PostgresStore(SqlJobReads, SqlOutbox):
                     " (`cronwright migrate --check` says what each version holds)."
                 )
             upgrade(connection, version)
-        missing = sorted(_TABLES - self._tables(connection))
+        missing = sorted(sql_files.schema_tables("postgres") - self._tables(connection))
         if missing:
             raise StoreCorrupt(f"{where} is damaged: its tables {', '.join(missing)} are missing")
 

@@ -19,6 +19,16 @@ def schema_sql(dialect: str) -> str:
     return folder.joinpath("schema.sql").read_text(encoding="utf-8")
 
 
+_TABLE = re.compile(r"^CREATE TABLE (?:IF NOT EXISTS )?([a-z_]+)", re.MULTILINE)
+
+
+@cache
+def schema_tables(dialect: str) -> frozenset[str]:
+    """The tables the fresh schema makes: a store that lacks one of them is damaged, refused at open
+    rather than found out by the first statement that needs it."""
+    return frozenset(_TABLE.findall(schema_sql(dialect)))
+
+
 _NAME = re.compile(r"^-- name: ([a-z_]+)\s*$")
 
 

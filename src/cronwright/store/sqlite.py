@@ -251,7 +251,7 @@ class SqliteStore(SqlJobReads, SqlOutbox):
             # Reading the schema parses it, so a damaged first page shows here and not at the first write;
             # and a file stamped as a store but missing its tables is refused rather than half used.
             tables = {row[0] for row in connection.execute(_Q["tables"])}
-            missing = sorted({"jobs", "runs", "nodes", "audit"} - tables)
+            missing = sorted(sql_files.schema_tables("sqlite") - tables)
             if missing:
                 raise StoreCorrupt(f"{self._path} is damaged: its tables {', '.join(missing)} are missing")
             connection.execute("COMMIT")
