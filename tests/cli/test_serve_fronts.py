@@ -242,6 +242,53 @@ def test_a_process_holding_sqlites_write_lock_delays_a_firing_until_it_lets_go(c
         assert history(cw, "due")[0]["outcome"] == "ok"
 
 
+def turnstile_holders(cw: Cronwright) -> list[tuple[str, int]]:
+    """Who holds the store's turnstile now, and how (`WRITE` or `READ`), from /proc/locks."""
+    turnstile = cw.store.with_name(cw.store.name + "-turnstile")
+    try:
+        inode = turnstile.stat().st_ino
+    except FileNotFoundError:
+        return []
+    held = []
+    for line in Path("/proc/locks").read_text(encoding="utf-8").splitlines():
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+            continue  # a waiter's line, or another kind of lock
+        if fields[5].rsplit(":", 1)[-1] == str(inode):
+            held.append((fields[3], int(fields[4])))
+    return held
+
+
+@pytest.mark.skipif(platform.machine() not in _SLEEPS, reason="reads a thread's system call by number")
+def test_serves_node_waits_for_the_store_inside_the_turnstile_and_its_fronts_wait_outside(
+    cw: Cronwright,
+) -> None:
+    """Semantic 42 on SQLite, through `serve`: its node writes as the store's first writer (it holds the
+    turnstile exclusively while it waits for SQLite's write lock, so no caller begins a write meanwhile),
+    and its fronts as callers (a create waits outside the turnstile while the node is in it, and goes on
+    once the node has written). The turnstile itself is tested in tests/store/test_turnstile.py."""
+    add_token(cw)
+    add_stamp(cw)
+    with serve_listening(cw) as (pid, url):
+        front = front_of(pid)
+        due = due_soon(cw, "due", seconds=3)
+        with closing(sqlite3.connect(cw.store, isolation_level=None)) as holder:
+            holder.execute("BEGIN IMMEDIATE")  # SQLite's write lock, taken around the turnstile
+            wait_for("the node to wait in the turnstile", lambda: turnstile_holders(cw) == [("WRITE", pid)])
+            job = {"name": "behind", "target": "sh", "action": "log", "schedule": {"every": "1h"}}
+            request = in_background({"action": "create_job", "job": job}, url)
+            wait_for("the create to wait", lambda: sleeping_in_a_thread(front))
+            # The front waits outside: the node alone is in the turnstile, and the front holds no part of it.
+            assert turnstile_holders(cw) == [("WRITE", pid)]
+            holder.execute("ROLLBACK")
+        request.join(30)
+        assert not request.is_alive()
+        wait_for("the due job's run", lambda: len(history(cw, "due")) == 1)
+        assert utc(str(history(cw, "due")[0]["scheduled_for"])) == due
+        assert [row["name"] for row in cw.json("list")["jobs"] if row["name"] == "behind"] == ["behind"]
+        assert turnstile_holders(cw) == []
+
+
 def _waiting_on(server: str, holder: int) -> int | None:
     """The backend that waits on a lock the backend `holder` holds (the front's), if any."""
     with pg.connect(server) as connection:
