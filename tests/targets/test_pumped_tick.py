@@ -105,8 +105,8 @@ def test_a_ticks_python_replies_come_on_its_own_thread(ticking: Ticking) -> None
 
     assert [run["outcome"] for run in runs] == ["ok"] * 8
     assert ticking.runner.pool.idle(ticking.runner.registry.python_workers()[0]) == 4
-    # Without the pump, the pool's reply thread would have started, to end them.
-    assert ticking.runner.pool._replies._thread is None
+    # Without the pump, the pool's reply thread would have ended them (it parks while a thread pumps).
+    assert ticking.runner.pool._replies.ended_on_thread == 0
 
 
 def test_a_run_on_a_thread_of_its_own_wakes_the_ticks_wait(ticking: Ticking) -> None:
@@ -180,7 +180,7 @@ def until(what: str, check: Callable[[], bool]) -> None:
 
 
 def test_a_serving_loops_python_replies_come_on_its_own_thread(ticking: Ticking) -> None:
-    """serve pumps its replies as a tick does, while it waits between passes: no reply thread."""
+    """serve pumps its replies as a tick does, while it waits between passes: none on the reply thread."""
     for n in range(4):
         ticking.create(f"py-{n}", "acts", "ok")
     ticking.tick_at("2026-03-02T10:00:00+01:00")  # starts the workers, so the served runs are begun
@@ -188,9 +188,50 @@ def test_a_serving_loops_python_replies_come_on_its_own_thread(ticking: Ticking)
         ticking.clock.set(datetime.fromisoformat("2026-03-03T10:00:00+01:00"))
         ticking.node.wake()
         until("the day's four runs", lambda: len(runs_of(ticking)) == 8)
-        assert ticking.runner.pool._replies._thread is None
+        assert ticking.runner.pool._replies.ended_on_thread == 0
 
     assert [run["outcome"] for run in runs_of(ticking)] == ["ok"] * 8
+
+
+def test_a_serving_loop_held_in_the_store_still_stops_a_call_past_its_deadline(
+    ticking: Ticking, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop keeps its runs' deadlines while it waits in the pump; a loop held in a store call (a store
+    that hangs) waits nowhere, and the parked reply thread keeps them instead: the call past its 1 s
+    deadline is stopped while the loop is still held, not once the store lets go."""
+    ticking.create("warm-up", "acts", "ok")
+    ticking.tick_at("2026-03-02T10:00:00+01:00")  # a warm worker, so that `hang` is begun and pumped
+    paused = ticking.protocol.dispatch({"action": "pause", "name": "warm-up"}, operator())
+    assert paused["ok"], paused  # `stuck` alone comes due, on the warm worker
+    ticking.create("stuck", "acts", "hang")
+    replies = ticking.runner.pool._replies
+    store = ticking.node.store
+    real_due = store.due
+    hold, holding, release = threading.Event(), threading.Event(), threading.Event()
+
+    def due(*args: Any, **kwargs: Any) -> Any:
+        if hold.is_set():
+            holding.set()
+            release.wait(60)
+        return real_due(*args, **kwargs)
+
+    monkeypatch.setattr(store, "due", due)
+    with serving(ticking):
+        ticking.clock.set(datetime.fromisoformat("2026-03-03T10:00:00+01:00"))
+        ticking.node.wake()
+        until("the stuck call to be watched", lambda: len(replies._watched) == 1)
+        hold.set()
+        ticking.node.wake()
+        until("the loop to be held in the store", holding.is_set)
+        until("the call past its deadline to be stopped", lambda: replies.ended_on_thread == 1)
+        assert not release.is_set()  # stopped while the loop was still held
+        release.set()
+        until("its run to be recorded", lambda: len(runs_of(ticking)) == 2)
+
+    stuck = [run for run in runs_of(ticking) if run["schedule"] == "stuck"]
+    assert [(run["outcome"], run["message"]) for run in stuck] == [
+        ("timeout", "ran past its deadline of 1s; the worker was killed")
+    ]
 
 
 def test_a_wake_from_another_thread_ends_the_serving_loops_pumped_wait(ticking: Ticking) -> None:

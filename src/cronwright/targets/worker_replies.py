@@ -39,6 +39,11 @@ Event = dict[str, Any] | Literal["died", "late"]
 # context switch, and a GIL hand-off. The cost: one wake-up of an idle node, this long after its last run.
 LINGER = 0.05
 
+# How long past a deadline the reply thread leaves it to a thread that pumps. A pump keeps each deadline at
+# its instant when it waits; one busy elsewhere (a pass waiting on a store that hangs) does not wait, and
+# its runs' deadlines would pass unkept: past this, the reply thread, parked meanwhile, keeps them itself.
+PUMP_GRACE = 1.0
+
 
 class Watched(Protocol):
     def fileno(self) -> int:
@@ -60,11 +65,18 @@ class Replies:
     the pipes registered before it began, so every `watch` wakes the thread.
     """
 
-    def __init__(self, epoll: bool = hasattr(select, "epoll")) -> None:
+    def __init__(self, epoll: bool = hasattr(select, "epoll"), grace: float = PUMP_GRACE) -> None:
         self._lock = threading.Lock()
+        self._grace = grace  # see PUMP_GRACE
+        # How many calls the reply thread ended (not a pump): while a thread pumps, none but those whose
+        # deadline it missed. Each is a GIL hand-off the pump exists to save; tests count them.
+        self.ended_on_thread = 0
         # Set while a thread pumps (`pumping`): the reply thread then parks, waiting on this, not a pipe.
         self._unparked = threading.Condition(self._lock)
         self._pumps = 0
+        # Until when (monotonic) the reply thread, parked while a thread pumps, sleeps: inf without a clock,
+        # -inf while it is not parked. A watch whose deadline (and grace) comes before it wakes it.
+        self._parked_until = -math.inf
         # Held by whoever does a round (the reply thread or a pump), so that one pipe is never read by two.
         self._round = threading.Lock()
         self._watched: dict[int, tuple[Watched, float, Callable[[Event], None]]] = {}
@@ -101,8 +113,10 @@ class Replies:
                 except FileExistsError:  # its fd number's last pipe is still open somewhere
                     self._epoll.modify(fd, select.EPOLLIN)
                 self._registered[fd] = watched
-            if self._thread is None and not self._pumps:
-                self._start_thread()
+            if self._thread is None:
+                self._start_thread()  # while a thread pumps, it parks, and keeps the deadlines it misses
+            elif deadline + self._grace < self._parked_until:
+                self._unparked.notify_all()  # parked until later than this deadline would be kept
             wake = self._epoll is None or deadline < self._waits_until
         if wake:
             self._wake()
@@ -117,8 +131,9 @@ class Replies:
     def pumping(self) -> Iterator[Pump]:
         """While the block runs, the calling thread does the reply thread's work whenever it calls
         `Pump.wait`, and the reply thread parks. Meant for a thread that waits for the calls it started
-        and does little else: what it does between waits (a `tick`'s pass) delays the replies, and the
-        deadlines, that come meanwhile. Afterwards the reply thread takes over what is still watched."""
+        and does little else: what it does between waits (a `tick`'s pass) delays the replies that come
+        meanwhile, and the deadlines by `PUMP_GRACE` at most (the parked thread keeps those the pump
+        misses). Afterwards the reply thread takes over what is still watched."""
         with self._lock:
             self._pumps += 1
         self._wake()  # a reply thread in its wait comes out of it, and parks
@@ -139,12 +154,25 @@ class Replies:
     def _loop(self) -> None:
         while True:
             with self._lock:
-                while self._pumps:
-                    self._unparked.wait()  # no pipe read here while a pump reads them
-                if self._closed and not self._watched:
+                # No pipe is read here while a pump reads them, unless a deadline passed that the pump
+                # has not kept within the grace: then one look, and the calls past it end here.
+                while self._pumps and (overdue := self._overdue_in()) != 0.0:
+                    self._parked_until = math.inf if overdue is None else time.monotonic() + overdue
+                    self._unparked.wait(overdue)
+                self._parked_until = -math.inf
+                pumped = self._pumps > 0
+                if self._closed and not self._watched and not pumped:
                     self._thread = None
                     return
-            self._do_round(None, linger=True)
+            self._do_round(0.0 if pumped else None, linger=not pumped)
+
+    def _overdue_in(self) -> float | None:
+        """Under the lock: how long until the first deadline watched is past by the grace (0.0: it is);
+        None with no deadline watched, so that the parked thread sleeps without a clock."""
+        first = min((deadline for _, deadline, _ in self._watched.values()), default=math.inf)
+        if first == math.inf:
+            return None
+        return max(0.0, first + self._grace - time.monotonic())
 
     def _do_round(self, limit: float | None, linger: bool) -> None:
         """One wait for the watched pipes (at most `limit` seconds; None: until the first deadline), and
@@ -217,6 +245,8 @@ class Replies:
                 return  # ended already (a reply and its deadline in one round)
             del self._watched[fd]
             self._linger_until = time.monotonic() + LINGER
+            if threading.current_thread() is self._thread:
+                self.ended_on_thread += 1
         try:
             ended(event)
         except Exception:  # a bug in one call's ending must not stop the replies of the others
