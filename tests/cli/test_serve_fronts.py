@@ -289,6 +289,41 @@ def test_serves_node_waits_for_the_store_inside_the_turnstile_and_its_fronts_wai
         assert turnstile_holders(cw) == []
 
 
+def test_a_run_past_its_timeout_is_stopped_while_serves_node_waits_for_the_store(cw: Cronwright) -> None:
+    """A real fault: another process holds SQLite's write lock while serve's node must write (a claim),
+    and a python run's 2 s timeout passes meanwhile. The node's loop, held in the store, reads no reply;
+    the reply thread stops the run anyway (worker_replies.PUMP_GRACE), not once the lock is let go."""
+    pid_file = cw.folder / "hang.pid"
+    cw.add_python_target(
+        "import os, time\nimport cronwright\n\n"
+        '@cronwright.action(timeout="2s")\n'
+        "def hang() -> None:\n"
+        f"    with open({str(pid_file)!r}, 'w') as out:\n"
+        "        out.write(str(os.getpid()))\n"
+        "    time.sleep(60)\n",
+        module="hang_acts",
+    )
+    with serve_listening(cw) as (pid, _):
+        due = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+        cw.json("add", "hang", "--target", "py", "--action", "hang", "--at", due.isoformat())
+        # Due a second after `hang`, within its 2 s: the pass that claims it waits for the lock.
+        later = (due + timedelta(seconds=1)).isoformat()
+        cw.json("add", "later", "--target", "sh", "--action", "log", "--at", later)
+        wait_for("the run to start", lambda: pid_file.exists() and pid_file.read_text().isdigit())
+        worker = int(pid_file.read_text())
+        with closing(sqlite3.connect(cw.store, isolation_level=None)) as holder:
+            holder.execute("BEGIN IMMEDIATE")
+            wait_for("the node to wait for the store", lambda: turnstile_holders(cw) == [("WRITE", pid)])
+            wait_for("the run past its timeout to be stopped", lambda: not alive(worker), timeout=10)
+            assert turnstile_holders(cw) == [("WRITE", pid)]  # the node still waits for the store
+            holder.execute("ROLLBACK")
+        wait_for(
+            "the runs to be recorded", lambda: len(history(cw, "hang")) == len(history(cw, "later")) == 1
+        )
+        [run] = history(cw, "hang")
+        assert run["outcome"] == "timeout", run
+
+
 def _waiting_on(server: str, holder: int) -> int | None:
     """The backend that waits on a lock the backend `holder` holds (the front's), if any."""
     with pg.connect(server) as connection:
