@@ -28,7 +28,7 @@ import json
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,17 @@ def described(name: str, found: list[float], fired: dict[str, Any]) -> None:
     )
 
 
+@contextlib.contextmanager
+def load_on(url: str, names: list[str]) -> Iterator[Load]:
+    """The mixed load, from 4 client threads as `agent`, while the block runs."""
+    load = Load(url, "agent", names, LOAD_RATE, LOAD_CREATES)
+    load.start()
+    try:
+        yield load
+    finally:
+        load.stop()
+
+
 def measure(schedules: int, seconds: float, count: int, pairs: int = PAIRS) -> dict[str, Any]:
     """Quiet: a lag window, then a burst. Loaded: the burst made first (quiet, due after the window), then
     the load on, a lag window, the burst comes due, the load off once it all ran. Then `pairs - 1` more
@@ -219,35 +230,27 @@ def measure(schedules: int, seconds: float, count: int, pairs: int = PAIRS) -> d
             storms.append(time.time())
             made = make_burst(url, "bl-", count, utc_now() + margin + timedelta(seconds=seconds + 2))
             storms.append(time.time())
-            load = Load(url, "agent", names, LOAD_RATE, LOAD_CREATES)
-            load.start()
-            try:
+            with load_on(url, names) as load:
                 time.sleep(1.0)  # the load's first requests (its connections) are not the window
                 loaded_lags = window(db, seconds)
                 if time.time() > made["due"]:
                     raise RuntimeError("the loaded burst came due inside the lag window")
                 loaded = burst_rate(db, "bl-", made, serve.pid)
-            finally:
-                load.stop()
             described("under load", loaded_lags, loaded)
             time.sleep(1.0)  # the storms' last runs are recorded
             storm_lags = sorted(lags(db, storms[0], storms[1]) + lags(db, storms[2], storms[3]))
             quiets, loadeds, loads = [quiet], [loaded], [load.summary()]
             for pair in range(2, pairs + 1):
-                again = burst_rate(db, f"q{pair}-", make_burst(url, f"q{pair}-", count, utc_now() + margin))
-                quiets.append(again)
+                made = make_burst(url, f"q{pair}-", count, utc_now() + margin)
+                quiets.append(burst_rate(db, f"q{pair}-", made))
                 made = make_burst(url, f"l{pair}-", count, utc_now() + margin + timedelta(seconds=3))
-                more = Load(url, "agent", names, LOAD_RATE, LOAD_CREATES)
-                more.start()
-                try:
+                with load_on(url, names) as load:
                     if time.time() > made["due"] - 1.0:
                         raise RuntimeError(f"the loaded burst {pair} came due before the load was on")
                     loadeds.append(burst_rate(db, f"l{pair}-", made, serve.pid))
-                finally:
-                    more.stop()
-                loads.append(more.summary())
+                loads.append(load.summary())
                 log(
-                    f"neighbours pair {pair}/{pairs}: quiet {again['rate']:.0f}/s, under load"
+                    f"neighbours pair {pair}/{pairs}: quiet {quiets[-1]['rate']:.0f}/s, under load"
                     f" {loadeds[-1]['rate']:.0f}/s; CPU s during it: {loadeds[-1].get('cpu_s')}"
                 )
         finally:
