@@ -139,7 +139,10 @@ def test_a_node_of_the_previous_release_and_one_of_this_release_share_a_store(tm
                 # new node does, and the old one may (it often loses every race to the node that woke it).
                 side_by_side = lambda: sum(runs_by_node(server, schema, migrated).values()) >= 3 * JOBS  # noqa: E731
                 wait_for("a few rounds of firing side by side", side_by_side, 30)
-                assert ran_by(runs_by_node(server, schema, migrated), new_serve.pid) >= 1
+                # Which node wins each race is the machine's to say: on a 2-core VM the old node won all of
+                # the first 12 in about half the runs, so the new node's first win is waited for, not counted.
+                new_ran = lambda: ran_by(runs_by_node(server, schema, migrated), new_serve.pid) >= 1  # noqa: E731
+                wait_for("an occurrence run by the new node", new_ran, 60)
                 new_serve.terminate()
                 assert new_serve.wait(30) == 0
             stopped = datetime.now(UTC)
